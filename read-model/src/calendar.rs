@@ -1,0 +1,207 @@
+//! Calendar dates and UTC instants as the read model stores and prints them.
+//!
+//! Events carry Avro `date` (days since 1970-01-01) and `timestamp-millis`
+//! values; documents print them as ISO 8601 (`2026-01-31`,
+//! `2026-01-31T12:00:00.000Z`). Only the proleptic Gregorian calendar in UTC is
+//! needed, so the conversions are written here (Howard Hinnant's civil-date
+//! algorithms) instead of pulling in a date-time crate.
+
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// A calendar day, counted in days since 1970-01-01.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Date(pub i32);
+
+/// A UTC instant with millisecond precision, counted since the Unix epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Timestamp(pub i64);
+
+const MILLIS_PER_DAY: i64 = 86_400_000;
+
+/// Converts a day count into (year, month, day).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let day_of_era = z.rem_euclid(146_097);
+    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153;
+    let day = (day_of_year - (153 * month_index + 2) / 5 + 1) as u32;
+    let month = if month_index < 10 { month_index + 3 } else { month_index - 9 } as u32;
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+/// Converts (year, month, day) into a day count; the inverse of [`civil_from_days`].
+fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
+    let year = if month <= 2 { year - 1 } else { year };
+    let era = year.div_euclid(400);
+    let year_of_era = year.rem_euclid(400);
+    let month = i64::from(month);
+    let day_of_year = (153 * (if month > 2 { month - 3 } else { month + 9 }) + 2) / 5 + i64::from(day) - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    era * 146_097 + day_of_era - 719_468
+}
+
+fn days_in_month(year: i64, month: u32) -> u32 {
+    match month {
+        2 if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+impl Date {
+    /// Builds a date from its parts, or `None` when they name no real day.
+    pub fn from_ymd(year: i32, month: u32, day: u32) -> Option<Date> {
+        if !(1..=12).contains(&month) || day == 0 || day > days_in_month(i64::from(year), month) {
+            return None;
+        }
+        i32::try_from(days_from_civil(i64::from(year), month, day)).ok().map(Date)
+    }
+
+    /// The year, month and day of this date.
+    pub fn ymd(self) -> (i64, u32, u32) {
+        civil_from_days(i64::from(self.0))
+    }
+
+    /// Parses `YYYY-MM-DD`.
+    pub fn parse(text: &str) -> Option<Date> {
+        let bytes = text.as_bytes();
+        if bytes.len() != 10 || bytes[4] != b'-' || bytes[7] != b'-' {
+            return None;
+        }
+        let year = text[0..4].parse().ok()?;
+        let month = text[5..7].parse().ok()?;
+        let day = text[8..10].parse().ok()?;
+        Date::from_ymd(year, month, day)
+    }
+
+    /// The day this instant falls on, in UTC.
+    pub fn of(instant: Timestamp) -> Date {
+        Date(instant.0.div_euclid(MILLIS_PER_DAY) as i32)
+    }
+
+    /// Whole days from `self` to `later` (negative when `later` is earlier).
+    pub fn days_until(self, later: Date) -> i64 {
+        i64::from(later.0) - i64::from(self.0)
+    }
+}
+
+impl Timestamp {
+    /// The current instant from the system clock.
+    pub fn now() -> Timestamp {
+        let elapsed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        Timestamp(i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX))
+    }
+
+    /// Parses the form this type prints: `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+    pub fn parse(text: &str) -> Option<Timestamp> {
+        let bytes = text.as_bytes();
+        if bytes.len() != 24 || bytes[10] != b'T' || bytes[13] != b':' || bytes[16] != b':' || bytes[19] != b'.' || bytes[23] != b'Z' {
+            return None;
+        }
+        let date = Date::parse(&text[0..10])?;
+        let hours: i64 = text[11..13].parse().ok()?;
+        let minutes: i64 = text[14..16].parse().ok()?;
+        let seconds: i64 = text[17..19].parse().ok()?;
+        let millis: i64 = text[20..23].parse().ok()?;
+        if hours > 23 || minutes > 59 || seconds > 59 {
+            return None;
+        }
+        Some(Timestamp(i64::from(date.0) * MILLIS_PER_DAY + ((hours * 60 + minutes) * 60 + seconds) * 1000 + millis))
+    }
+}
+
+impl fmt::Display for Date {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (year, month, day) = self.ymd();
+        write!(formatter, "{year:04}-{month:02}-{day:02}")
+    }
+}
+
+impl fmt::Display for Timestamp {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let millis_of_day = self.0.rem_euclid(MILLIS_PER_DAY);
+        let seconds = millis_of_day / 1000;
+        write!(
+            formatter,
+            "{}T{:02}:{:02}:{:02}.{:03}Z",
+            Date::of(*self),
+            seconds / 3600,
+            seconds / 60 % 60,
+            seconds % 60,
+            millis_of_day % 1000
+        )
+    }
+}
+
+macro_rules! serde_as_iso_text {
+    ($type:ty, $expected:literal) => {
+        impl Serialize for $type {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.collect_str(self)
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $type {
+            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+                <$type>::parse(&text).ok_or_else(|| serde::de::Error::custom(concat!("expected ", $expected)))
+            }
+        }
+    };
+}
+
+serde_as_iso_text!(Date, "a date as YYYY-MM-DD");
+serde_as_iso_text!(Timestamp, "a UTC timestamp as YYYY-MM-DDTHH:MM:SS.mmmZ");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn epoch_and_known_days_print_as_iso_dates() {
+        assert_eq!(Date(0).to_string(), "1970-01-01");
+        assert_eq!(Date(-1).to_string(), "1969-12-31");
+        assert_eq!(Date(19_782).to_string(), "2024-02-29");
+        assert_eq!(Date::parse("2024-02-29"), Some(Date(19_782)));
+    }
+
+    #[test]
+    fn every_day_round_trips_through_its_text() {
+        for day in -800_000..800_000 {
+            let date = Date(day);
+            assert_eq!(Date::parse(&date.to_string()), Some(date), "day {day}");
+        }
+    }
+
+    #[test]
+    fn impossible_dates_are_rejected() {
+        for text in ["2023-02-29", "2024-13-01", "2024-00-10", "2024-04-31", "24-01-01", "2024/01/01"] {
+            assert_eq!(Date::parse(text), None, "{text}");
+        }
+    }
+
+    #[test]
+    fn timestamps_print_with_milliseconds_in_utc_and_parse_back() {
+        let instant = Timestamp(1_700_000_000_123);
+        assert_eq!(instant.to_string(), "2023-11-14T22:13:20.123Z");
+        assert_eq!(Timestamp::parse("2023-11-14T22:13:20.123Z"), Some(instant));
+        assert_eq!(Timestamp(-1).to_string(), "1969-12-31T23:59:59.999Z");
+        assert_eq!(Timestamp::parse("2023-11-14T24:13:20.123Z"), None);
+    }
+
+    #[test]
+    fn day_differences_are_signed() {
+        let start = Date::parse("2024-01-01").expect("valid");
+        let end = Date::parse("2025-01-01").expect("valid");
+        assert_eq!(start.days_until(end), 366);
+        assert_eq!(end.days_until(start), -366);
+    }
+}

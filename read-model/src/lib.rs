@@ -1,0 +1,25 @@
+//! The read model shared by both sides of the system.
+//!
+//! It owns the documents the public API serves ([`documents`]), the rules for
+//! identifiers ([`identifiers`]) and dates ([`calendar`]), and the [`store`]
+//! port with its embedded SQLite backend ([`sqlite`]).
+//!
+//! It must not know where events come from or how HTTP works: the projector
+//! builds documents and hands them to a store; the query API reads them back.
+
+pub mod bulk;
+pub mod calendar;
+#[cfg(feature = "conformance")]
+pub mod conformance;
+pub mod documents;
+pub mod identifiers;
+pub mod sqlite;
+pub mod store;
+
+pub use documents::DocumentKind;
+pub use identifiers::Audience;
+pub use sqlite::SqliteStore;
+pub use store::{
+    AggregateKey, Body, BulkPage, Checkpoint, DocumentReads, IdentifierKind, ModelVersion, ModelVersionInfo,
+    ModelVersions, PartyReferrer, ProjectionWrites, ProvenanceRow, Store, StoreError, StoredAggregate, WriteBatch,
+};

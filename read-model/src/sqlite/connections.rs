@@ -1,0 +1,85 @@
+//! Opening SQLite connections with the settings the store relies on, and a
+//! small pool of reader connections.
+//!
+//! WAL journaling lets any number of readers, in this process or another, read
+//! while one writer writes. `synchronous = NORMAL` keeps every committed
+//! transaction across a process crash (the WAL is in the OS cache); only a
+//! power loss may drop the newest transactions, and since checkpoints commit
+//! with their documents the projector then replays exactly what was lost.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags};
+
+use super::errors::from_sqlite;
+use crate::store::StoreError;
+
+/// How long a connection waits for another process's lock before failing.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Opens a read-write connection, creating the file when missing.
+pub(super) fn open_writer(path: &Path) -> Result<Connection, StoreError> {
+    let connection = Connection::open(path).map_err(from_sqlite)?;
+    configure(&connection, -65_536)?;
+    Ok(connection)
+}
+
+/// Opens a connection for reads; it never writes.
+pub(super) fn open_reader(path: &Path) -> Result<Connection, StoreError> {
+    if !path.exists() {
+        return Err(StoreError::Unavailable(format!("{} does not exist", path.display())));
+    }
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
+    let connection = Connection::open_with_flags(path, flags).map_err(from_sqlite)?;
+    configure(&connection, -16_384)?;
+    connection.execute_batch("PRAGMA query_only = ON;").map_err(from_sqlite)?;
+    Ok(connection)
+}
+
+fn configure(connection: &Connection, cache_kib: i64) -> Result<(), StoreError> {
+    connection.busy_timeout(BUSY_TIMEOUT).map_err(from_sqlite)?;
+    connection.set_prepared_statement_cache_capacity(64);
+    connection
+        .execute_batch(&format!(
+            "PRAGMA page_size = 8192; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA cache_size = {cache_kib}; \
+             PRAGMA temp_store = MEMORY;"
+        ))
+        .map_err(from_sqlite)
+}
+
+/// Reader connections to one database file, reused across calls.
+#[derive(Debug)]
+pub(super) struct ReaderPool {
+    path: PathBuf,
+    idle: Mutex<Vec<Connection>>,
+}
+
+/// Idle connections kept per file; more may be open while busy.
+const MAX_IDLE_READERS: usize = 16;
+
+impl ReaderPool {
+    pub(super) fn new(path: PathBuf) -> ReaderPool {
+        ReaderPool { path, idle: Mutex::new(Vec::new()) }
+    }
+
+    /// Runs `read` on an idle connection, opening one when none is idle.
+    pub(super) fn with<T>(&self, read: impl FnOnce(&Connection) -> Result<T, StoreError>) -> Result<T, StoreError> {
+        let pooled = self.idle.lock().unwrap_or_else(std::sync::PoisonError::into_inner).pop();
+        let connection = match pooled {
+            Some(connection) => connection,
+            None => open_reader(&self.path)?,
+        };
+        let result = read(&connection);
+        // A connection that failed for a reason other than the query may be
+        // broken (file replaced, disk gone): drop it rather than reuse it.
+        if !matches!(result, Err(StoreError::Unavailable(_))) {
+            let mut idle = self.idle.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if idle.len() < MAX_IDLE_READERS {
+                idle.push(connection);
+            }
+        }
+        result
+    }
+}

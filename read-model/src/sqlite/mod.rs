@@ -1,0 +1,303 @@
+//! The embedded backend: SQLite files in one directory.
+//!
+//! Layout: `catalog.sqlite` names the model versions and the active one
+//! (`schemas/sqlite/catalog.sql`); each version is `model-v<N>.sqlite`
+//! (`schemas/sqlite/model.sql`). One process writes a version at a time
+//! through one connection; readers, in any process, use pooled read-only
+//! connections and see only committed batches.
+//!
+//! Reads run inline: they are point or short range reads that take
+//! microseconds. The batch write runs on Tokio's blocking pool, since a large
+//! batch takes long enough to stall an async worker.
+
+mod connections;
+mod errors;
+mod reads;
+mod schema;
+mod writes;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use rusqlite::{Connection, OptionalExtension};
+
+use self::connections::{ReaderPool, open_writer};
+use self::errors::from_sqlite;
+use crate::documents::DocumentKind;
+use crate::identifiers::Audience;
+use crate::store::{
+    AggregateKey, Body, BulkPage, Checkpoint, DocumentReads, IdentifierKind, ModelVersion, ModelVersionInfo,
+    ModelVersions, PartyReferrer, ProjectionWrites, StoredAggregate, StoreError, WriteBatch,
+};
+
+/// How long a reader trusts its cached idea of the active version before
+/// asking the catalog again. An activation by another process reaches readers
+/// within this time; one by this process reaches them at once.
+const ACTIVE_VERSION_TTL: Duration = Duration::from_millis(500);
+
+/// The SQLite store. Cheap to clone; clones share connections.
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    directory: PathBuf,
+    catalog_writer: Mutex<Connection>,
+    catalog_readers: ReaderPool,
+    versions: Mutex<HashMap<ModelVersion, Arc<VersionFile>>>,
+    active: Mutex<Option<(Option<ModelVersion>, Instant)>>,
+}
+
+/// The connections to one model version's file.
+#[derive(Debug)]
+struct VersionFile {
+    path: PathBuf,
+    writer: Mutex<Option<Connection>>,
+    readers: ReaderPool,
+}
+
+impl VersionFile {
+    fn with_writer<T>(&self, write: impl FnOnce(&mut Connection) -> Result<T, StoreError>) -> Result<T, StoreError> {
+        let mut slot = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        if slot.is_none() {
+            *slot = Some(open_writer(&self.path)?);
+        }
+        let connection = slot.as_mut().ok_or_else(|| StoreError::Unavailable("writer connection lost".into()))?;
+        let result = write(connection);
+        if matches!(result, Err(StoreError::Unavailable(_))) {
+            // Reopen on next use: the failure may have left the connection unusable.
+            *slot = None;
+        }
+        result
+    }
+}
+
+impl SqliteStore {
+    /// Opens (creating when missing) the store in `directory`.
+    pub fn open(directory: impl AsRef<Path>) -> Result<SqliteStore, StoreError> {
+        let directory = directory.as_ref().to_path_buf();
+        std::fs::create_dir_all(&directory)
+            .map_err(|error| StoreError::Unavailable(format!("cannot create {}: {error}", directory.display())))?;
+        let catalog_path = directory.join("catalog.sqlite");
+        let catalog_writer = open_writer(&catalog_path)?;
+        schema::migrate_catalog(&catalog_writer)?;
+        Ok(SqliteStore {
+            inner: Arc::new(Inner {
+                catalog_readers: ReaderPool::new(catalog_path),
+                catalog_writer: Mutex::new(catalog_writer),
+                directory,
+                versions: Mutex::new(HashMap::new()),
+                active: Mutex::new(None),
+            }),
+        })
+    }
+
+    /// The directory holding the store's files.
+    pub fn directory(&self) -> &Path {
+        &self.inner.directory
+    }
+
+    /// The file of a model version.
+    pub fn model_file(&self, version: ModelVersion) -> PathBuf {
+        self.inner.directory.join(format!("model-v{}.sqlite", version.0))
+    }
+
+    fn version_file(&self, version: ModelVersion) -> Arc<VersionFile> {
+        let mut versions = self.inner.versions.lock().unwrap_or_else(PoisonError::into_inner);
+        versions
+            .entry(version)
+            .or_insert_with(|| {
+                let path = self.model_file(version);
+                Arc::new(VersionFile { readers: ReaderPool::new(path.clone()), path, writer: Mutex::new(None) })
+            })
+            .clone()
+    }
+
+    /// A version that the catalog knows, for writing.
+    fn known_version_file(&self, version: ModelVersion) -> Result<Arc<VersionFile>, StoreError> {
+        let known = self.inner.catalog_readers.with(|connection| {
+            connection
+                .prepare_cached("SELECT 1 FROM model_versions WHERE version = ?1")
+                .and_then(|mut statement| statement.exists([version.0]))
+                .map_err(from_sqlite)
+        })?;
+        if known { Ok(self.version_file(version)) } else { Err(StoreError::UnknownModelVersion(version)) }
+    }
+
+    fn read_active_version(&self) -> Result<Option<ModelVersion>, StoreError> {
+        {
+            let cached = self.inner.active.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some((version, read_at)) = *cached
+                && read_at.elapsed() < ACTIVE_VERSION_TTL
+            {
+                return Ok(version);
+            }
+        }
+        let version = self.inner.catalog_readers.with(|connection| {
+            connection
+                .prepare_cached("SELECT version FROM active_model_version WHERE singleton = 1")
+                .and_then(|mut statement| statement.query_row([], |row| row.get::<_, u32>(0)).optional())
+                .map_err(from_sqlite)
+        })?;
+        let version = version.map(ModelVersion);
+        *self.inner.active.lock().unwrap_or_else(PoisonError::into_inner) = Some((version, Instant::now()));
+        Ok(version)
+    }
+
+    /// Runs a read on the active version.
+    fn read_active<T>(&self, read: impl FnOnce(&Connection) -> Result<T, StoreError>) -> Result<T, StoreError> {
+        let version = self.read_active_version()?.ok_or(StoreError::NoActiveModelVersion)?;
+        self.version_file(version).readers.with(read)
+    }
+
+    fn with_catalog_writer<T>(&self, write: impl FnOnce(&mut Connection) -> Result<T, StoreError>) -> Result<T, StoreError> {
+        let mut connection = self.inner.catalog_writer.lock().unwrap_or_else(PoisonError::into_inner);
+        write(&mut connection)
+    }
+}
+
+#[async_trait]
+impl DocumentReads for SqliteStore {
+    async fn document(&self, kind: DocumentKind, key: &str) -> Result<Option<Body>, StoreError> {
+        self.read_active(|connection| reads::document(connection, kind, key))
+    }
+
+    async fn provenance(&self, lcc_id: &str) -> Result<Vec<Body>, StoreError> {
+        self.read_active(|connection| reads::provenance(connection, lcc_id))
+    }
+
+    async fn works_by_identifier(
+        &self,
+        kind: IdentifierKind,
+        code: &str,
+        audience: Audience,
+    ) -> Result<Vec<String>, StoreError> {
+        self.read_active(|connection| reads::works_by_identifier(connection, kind, code, audience))
+    }
+
+    async fn bulk_page(&self, audience: Audience, offset: u64, limit: u32) -> Result<BulkPage, StoreError> {
+        self.read_active(|connection| reads::bulk_page(connection, audience, offset, limit))
+    }
+
+    async fn sandbox_fixtures(&self) -> Result<Vec<Body>, StoreError> {
+        self.read_active(reads::sandbox_fixtures)
+    }
+
+    async fn ping(&self) -> Result<(), StoreError> {
+        self.read_active(|connection| {
+            connection.query_row("SELECT 1", [], |_| Ok(())).map_err(from_sqlite)
+        })
+    }
+}
+
+#[async_trait]
+impl ProjectionWrites for SqliteStore {
+    async fn aggregates(
+        &self,
+        version: ModelVersion,
+        keys: &[AggregateKey],
+    ) -> Result<HashMap<AggregateKey, StoredAggregate>, StoreError> {
+        self.known_version_file(version)?.with_writer(|connection| reads::aggregates(connection, keys))
+    }
+
+    async fn party_referrers(
+        &self,
+        version: ModelVersion,
+        party_ids: &[String],
+    ) -> Result<Vec<(String, PartyReferrer)>, StoreError> {
+        self.known_version_file(version)?.with_writer(|connection| reads::party_referrers(connection, party_ids))
+    }
+
+    async fn checkpoints(&self, version: ModelVersion, source: &str) -> Result<Vec<Checkpoint>, StoreError> {
+        self.known_version_file(version)?.with_writer(|connection| reads::checkpoints(connection, source))
+    }
+
+    async fn apply_batch(&self, version: ModelVersion, batch: WriteBatch) -> Result<(), StoreError> {
+        let file = self.known_version_file(version)?;
+        tokio::task::spawn_blocking(move || file.with_writer(|connection| writes::apply_batch(connection, &batch)))
+            .await
+            .map_err(|error| StoreError::Unavailable(format!("batch write task failed: {error}")))?
+    }
+}
+
+#[async_trait]
+impl ModelVersions for SqliteStore {
+    async fn migrate(&self) -> Result<(), StoreError> {
+        self.with_catalog_writer(|connection| schema::migrate_catalog(connection))?;
+        for info in self.model_versions().await? {
+            self.version_file(info.version).with_writer(|connection| schema::migrate_model(connection))?;
+        }
+        Ok(())
+    }
+
+    async fn model_versions(&self) -> Result<Vec<ModelVersionInfo>, StoreError> {
+        let active = self.active_model_version().await?;
+        let versions = self.inner.catalog_readers.with(|connection| {
+            let mut statement =
+                connection.prepare_cached("SELECT version FROM model_versions ORDER BY version").map_err(from_sqlite)?;
+            let rows = statement.query_map([], |row| row.get::<_, u32>(0)).map_err(from_sqlite)?;
+            rows.collect::<Result<Vec<u32>, _>>().map_err(from_sqlite)
+        })?;
+        Ok(versions
+            .into_iter()
+            .map(|version| ModelVersionInfo { version: ModelVersion(version), active: active == Some(ModelVersion(version)) })
+            .collect())
+    }
+
+    async fn create_model_version(&self, version: ModelVersion) -> Result<(), StoreError> {
+        self.version_file(version).with_writer(|connection| schema::migrate_model(connection))?;
+        self.with_catalog_writer(|connection| {
+            connection
+                .execute("INSERT OR IGNORE INTO model_versions (version) VALUES (?1)", [version.0])
+                .map_err(from_sqlite)
+                .map(drop)
+        })
+    }
+
+    async fn activate_model_version(&self, version: ModelVersion) -> Result<(), StoreError> {
+        self.known_version_file(version)?;
+        self.with_catalog_writer(|connection| {
+            connection
+                .execute(
+                    "INSERT INTO active_model_version (singleton, version) VALUES (1, ?1) \
+                     ON CONFLICT (singleton) DO UPDATE SET version = excluded.version",
+                    [version.0],
+                )
+                .map_err(from_sqlite)
+                .map(drop)
+        })?;
+        *self.inner.active.lock().unwrap_or_else(PoisonError::into_inner) = Some((Some(version), Instant::now()));
+        Ok(())
+    }
+
+    async fn drop_model_version(&self, version: ModelVersion) -> Result<(), StoreError> {
+        self.known_version_file(version)?;
+        self.inner.active.lock().unwrap_or_else(PoisonError::into_inner).take();
+        if self.active_model_version().await? == Some(version) {
+            return Err(StoreError::ActiveModelVersion(version));
+        }
+        self.with_catalog_writer(|connection| {
+            connection.execute("DELETE FROM model_versions WHERE version = ?1", [version.0]).map_err(from_sqlite).map(drop)
+        })?;
+        self.inner.versions.lock().unwrap_or_else(PoisonError::into_inner).remove(&version);
+        let path = self.model_file(version);
+        for suffix in ["", "-wal", "-shm"] {
+            let file = PathBuf::from(format!("{}{suffix}", path.display()));
+            if let Err(error) = std::fs::remove_file(&file)
+                && error.kind() != std::io::ErrorKind::NotFound
+            {
+                return Err(StoreError::Unavailable(format!("cannot remove {}: {error}", file.display())));
+            }
+        }
+        Ok(())
+    }
+
+    async fn active_model_version(&self) -> Result<Option<ModelVersion>, StoreError> {
+        self.read_active_version()
+    }
+}

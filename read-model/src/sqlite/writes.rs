@@ -1,0 +1,160 @@
+//! The one write: a whole projector batch in one transaction.
+
+use std::collections::BTreeMap;
+
+use rusqlite::{Connection, TransactionBehavior, params};
+
+use super::errors::from_sqlite;
+use crate::bulk::bulk_bucket;
+use crate::identifiers::Audience;
+use crate::store::{PartyReferrer, StoreError, WriteBatch};
+
+pub(super) fn apply_batch(connection: &mut Connection, batch: &WriteBatch) -> Result<(), StoreError> {
+    let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate).map_err(from_sqlite)?;
+    write_documents(&transaction, batch)?;
+    write_bulk_rows(&transaction, batch)?;
+    write_state(&transaction, batch)?;
+    transaction.commit().map_err(from_sqlite)
+}
+
+fn write_documents(connection: &Connection, batch: &WriteBatch) -> Result<(), StoreError> {
+    for (kind, key, body) in &batch.documents {
+        match body {
+            Some(body) => connection
+                .prepare_cached(&format!(
+                    "INSERT INTO {} (id, body) VALUES (?1, ?2) ON CONFLICT (id) DO UPDATE SET body = excluded.body",
+                    kind.table()
+                ))
+                .and_then(|mut statement| statement.execute(params![key, body])),
+            None => connection
+                .prepare_cached(&format!("DELETE FROM {} WHERE id = ?1", kind.table()))
+                .and_then(|mut statement| statement.execute([key])),
+        }
+        .map_err(from_sqlite)?;
+    }
+    let mut provenance = connection
+        .prepare_cached(
+            "INSERT INTO provenance_entries (lcc_id, recorded_at, topic, aggregate_version, body) \
+             VALUES (?1, ?2, ?3, ?4, ?5) \
+             ON CONFLICT (lcc_id, recorded_at, topic, aggregate_version) DO UPDATE SET body = excluded.body",
+        )
+        .map_err(from_sqlite)?;
+    for row in &batch.provenance {
+        provenance
+            .execute(params![row.lcc_id, row.recorded_at, row.topic, row.aggregate_version as i64, row.body])
+            .map_err(from_sqlite)?;
+    }
+    for (kind, code, lcc_id, present) in &batch.identifiers {
+        let sql = if *present {
+            "INSERT OR IGNORE INTO identifier_index (kind, code, audience, lcc_id) VALUES (?1, ?2, ?3, ?4)"
+        } else {
+            "DELETE FROM identifier_index WHERE kind = ?1 AND code = ?2 AND audience = ?3 AND lcc_id = ?4"
+        };
+        connection
+            .prepare_cached(sql)
+            .and_then(|mut statement| statement.execute(params![kind.code(), code, Audience::of(lcc_id).code(), lcc_id]))
+            .map_err(from_sqlite)?;
+    }
+    for (id, body) in &batch.fixtures {
+        match body {
+            Some(body) => connection
+                .prepare_cached(
+                    "INSERT INTO sandbox_fixtures (id, body) VALUES (?1, ?2) \
+                     ON CONFLICT (id) DO UPDATE SET body = excluded.body",
+                )
+                .and_then(|mut statement| statement.execute(params![id, body])),
+            None => connection
+                .prepare_cached("DELETE FROM sandbox_fixtures WHERE id = ?1")
+                .and_then(|mut statement| statement.execute([id])),
+        }
+        .map_err(from_sqlite)?;
+    }
+    Ok(())
+}
+
+/// Upserts and removes bulk rows, keeping the per-bucket counts exact.
+fn write_bulk_rows(connection: &Connection, batch: &WriteBatch) -> Result<(), StoreError> {
+    let mut count_changes: BTreeMap<(&'static str, u32), i64> = BTreeMap::new();
+    for (lcc_id, body) in &batch.bulk_rows {
+        let audience = Audience::of(lcc_id).code();
+        let bucket = bulk_bucket(lcc_id);
+        let existed = connection
+            .prepare_cached("SELECT 1 FROM bulk_rows WHERE audience = ?1 AND bucket = ?2 AND lcc_id = ?3")
+            .and_then(|mut statement| statement.exists(params![audience, bucket, lcc_id]))
+            .map_err(from_sqlite)?;
+        match (body, existed) {
+            (Some(body), true) => connection
+                .prepare_cached("UPDATE bulk_rows SET body = ?4 WHERE audience = ?1 AND bucket = ?2 AND lcc_id = ?3")
+                .and_then(|mut statement| statement.execute(params![audience, bucket, lcc_id, body]))
+                .map(drop),
+            (Some(body), false) => {
+                *count_changes.entry((audience, bucket)).or_default() += 1;
+                connection
+                    .prepare_cached("INSERT INTO bulk_rows (audience, bucket, lcc_id, body) VALUES (?1, ?2, ?3, ?4)")
+                    .and_then(|mut statement| statement.execute(params![audience, bucket, lcc_id, body]))
+                    .map(drop)
+            }
+            (None, true) => {
+                *count_changes.entry((audience, bucket)).or_default() -= 1;
+                connection
+                    .prepare_cached("DELETE FROM bulk_rows WHERE audience = ?1 AND bucket = ?2 AND lcc_id = ?3")
+                    .and_then(|mut statement| statement.execute(params![audience, bucket, lcc_id]))
+                    .map(drop)
+            }
+            (None, false) => Ok(()),
+        }
+        .map_err(from_sqlite)?;
+    }
+    let mut counts = connection
+        .prepare_cached(
+            "INSERT INTO bulk_bucket_counts (audience, bucket, row_count) VALUES (?1, ?2, ?3) \
+             ON CONFLICT (audience, bucket) DO UPDATE SET row_count = row_count + excluded.row_count",
+        )
+        .map_err(from_sqlite)?;
+    for ((audience, bucket), change) in count_changes {
+        if change != 0 {
+            counts.execute(params![audience, bucket, change]).map_err(from_sqlite)?;
+        }
+    }
+    Ok(())
+}
+
+/// The projector's state and the checkpoints, written last in the transaction.
+fn write_state(connection: &Connection, batch: &WriteBatch) -> Result<(), StoreError> {
+    let mut aggregates = connection
+        .prepare_cached(
+            "INSERT INTO aggregates (topic, id, version, state) VALUES (?1, ?2, ?3, ?4) \
+             ON CONFLICT (topic, id) DO UPDATE SET version = excluded.version, state = excluded.state",
+        )
+        .map_err(from_sqlite)?;
+    for (key, stored) in &batch.aggregates {
+        aggregates.execute(params![key.topic, key.id, stored.version as i64, stored.state]).map_err(from_sqlite)?;
+    }
+    for (party_id, referrer, present) in &batch.party_references {
+        let (kind, id) = match referrer {
+            PartyReferrer::Work(id) => ("work", id),
+            PartyReferrer::License(id) => ("license", id),
+        };
+        let sql = if *present {
+            "INSERT OR IGNORE INTO party_references (party_id, referrer_kind, referrer_id) VALUES (?1, ?2, ?3)"
+        } else {
+            "DELETE FROM party_references WHERE party_id = ?1 AND referrer_kind = ?2 AND referrer_id = ?3"
+        };
+        connection
+            .prepare_cached(sql)
+            .and_then(|mut statement| statement.execute(params![party_id, kind, id]))
+            .map_err(from_sqlite)?;
+    }
+    let mut checkpoints = connection
+        .prepare_cached(
+            "INSERT INTO checkpoints (source, stream, partition, next_offset) VALUES (?1, ?2, ?3, ?4) \
+             ON CONFLICT (source, stream, partition) DO UPDATE SET next_offset = excluded.next_offset",
+        )
+        .map_err(from_sqlite)?;
+    for checkpoint in &batch.checkpoints {
+        checkpoints
+            .execute(params![checkpoint.source, checkpoint.stream, checkpoint.partition, checkpoint.next_offset])
+            .map_err(from_sqlite)?;
+    }
+    Ok(())
+}

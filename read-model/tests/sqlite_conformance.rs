@@ -1,0 +1,16 @@
+//! The store conformance suite against the embedded SQLite backend. It always runs.
+
+use std::sync::Arc;
+
+use read_model::ModelVersions;
+use read_model::SqliteStore;
+use read_model::conformance::StoreUnderTest;
+
+async fn fresh_sqlite_store() -> Option<StoreUnderTest> {
+    let directory = tempfile::tempdir().expect("temporary directory");
+    let store = SqliteStore::open(directory.path()).expect("open store");
+    store.migrate().await.expect("migrate");
+    Some(StoreUnderTest { store: Arc::new(store), guard: Box::new(directory) })
+}
+
+read_model::store_conformance_tests!(fresh_sqlite_store);

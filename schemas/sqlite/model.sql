@@ -1,0 +1,81 @@
+-- One model version of the read model (file `model-v<N>.sqlite`).
+--
+-- Documents are stored as ready-to-send JSON in `body`. Tables with bodies of a
+-- kilobyte or more are rowid tables with a unique key, because SQLite keeps
+-- large rows out of WITHOUT ROWID leaves badly; tables of small rows are
+-- WITHOUT ROWID so that a lookup is one b-tree search.
+--
+-- Only the projector writes here, one transaction per batch, checkpoints
+-- included.
+
+-- Single-key documents, one table per kind (see read_model::DocumentKind).
+CREATE TABLE IF NOT EXISTS rights_profiles (id TEXT PRIMARY KEY, body BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS verification_inputs (id TEXT PRIMARY KEY, body BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS dublin_core_records (id TEXT PRIMARY KEY, body BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS evidence_inputs (id TEXT PRIMARY KEY, body BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS license_statuses (id TEXT PRIMARY KEY, body BLOB NOT NULL);
+
+-- Provenance: one row per applied change of a work, read in key order.
+CREATE TABLE IF NOT EXISTS provenance_entries (
+    lcc_id TEXT NOT NULL,
+    recorded_at INTEGER NOT NULL,
+    topic TEXT NOT NULL,
+    aggregate_version INTEGER NOT NULL,
+    body BLOB NOT NULL,
+    UNIQUE (lcc_id, recorded_at, topic, aggregate_version)
+);
+
+-- ISWC and ISRC indexes, split by audience so a sandbox key finds sandbox works only.
+CREATE TABLE IF NOT EXISTS identifier_index (
+    kind TEXT NOT NULL,
+    code TEXT NOT NULL,
+    audience TEXT NOT NULL,
+    lcc_id TEXT NOT NULL,
+    PRIMARY KEY (kind, code, audience, lcc_id)
+) WITHOUT ROWID;
+
+-- Bulk export rows in (audience, bucket, lcc_id) order; see read_model::bulk.
+CREATE TABLE IF NOT EXISTS bulk_rows (
+    audience TEXT NOT NULL,
+    bucket INTEGER NOT NULL,
+    lcc_id TEXT NOT NULL,
+    body BLOB NOT NULL,
+    UNIQUE (audience, bucket, lcc_id)
+);
+
+-- Row count per bulk bucket, kept in the same transaction as bulk_rows.
+CREATE TABLE IF NOT EXISTS bulk_bucket_counts (
+    audience TEXT NOT NULL,
+    bucket INTEGER NOT NULL,
+    row_count INTEGER NOT NULL,
+    PRIMARY KEY (audience, bucket)
+) WITHOUT ROWID;
+
+-- The sandbox fixture catalogue.
+CREATE TABLE IF NOT EXISTS sandbox_fixtures (id TEXT PRIMARY KEY, body BLOB NOT NULL);
+
+-- The projector's state of each upstream aggregate and the version it reflects.
+CREATE TABLE IF NOT EXISTS aggregates (
+    topic TEXT NOT NULL,
+    id TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    state BLOB NOT NULL,
+    UNIQUE (topic, id)
+);
+
+-- Which documents name which party, so a party change reaches all of them.
+CREATE TABLE IF NOT EXISTS party_references (
+    party_id TEXT NOT NULL,
+    referrer_kind TEXT NOT NULL,
+    referrer_id TEXT NOT NULL,
+    PRIMARY KEY (party_id, referrer_kind, referrer_id)
+) WITHOUT ROWID;
+
+-- Next offset to read per source stream and partition.
+CREATE TABLE IF NOT EXISTS checkpoints (
+    source TEXT NOT NULL,
+    stream TEXT NOT NULL,
+    partition INTEGER NOT NULL,
+    next_offset INTEGER NOT NULL,
+    PRIMARY KEY (source, stream, partition)
+) WITHOUT ROWID;
