@@ -24,12 +24,12 @@ pub use dublin_core::DublinCoreRecord;
 pub use evidence::EvidenceInputs;
 pub use license_status::LicenseStatusDocument;
 pub use provenance::ProvenanceEntry;
-pub use rights_profile::{RightHolding, RightsProfile, ShareTotal};
+pub use rights_profile::{RightHolding, RightsProfile, ShareTotal, percent_of};
 pub use sandbox_fixture::{FixtureResource, SandboxFixture};
 pub use verification::{CertificateRecord, VerificationInputs};
 pub use vocabulary::{
-    CreatorRole, DisputeStatus, DisputeSummary, HolderRole, LicenseKind, LicenseStatus, PartyKind, PartyReference,
-    RightType, WorkStatus, WorkType,
+    CreatorRole, DisputeStatus, DisputeSummary, HolderRole, LicenseKind, LicenseStatus, PartyKind,
+    PartyReference, RightType, WorkStatus, WorkType,
 };
 
 /// The kinds of single-key documents, each in a table of its own.

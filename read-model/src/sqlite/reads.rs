@@ -9,9 +9,16 @@ use super::errors::from_sqlite;
 use crate::bulk::plan_page;
 use crate::documents::DocumentKind;
 use crate::identifiers::Audience;
-use crate::store::{AggregateKey, Body, BulkPage, Checkpoint, IdentifierKind, PartyReferrer, StoredAggregate, StoreError};
+use crate::store::{
+    AggregateKey, Body, BulkPage, Checkpoint, IdentifierKind, PartyReferrer, StoreError,
+    StoredAggregate,
+};
 
-pub(super) fn document(connection: &Connection, kind: DocumentKind, key: &str) -> Result<Option<Body>, StoreError> {
+pub(super) fn document(
+    connection: &Connection,
+    kind: DocumentKind,
+    key: &str,
+) -> Result<Option<Body>, StoreError> {
     connection
         .prepare_cached(&format!("SELECT body FROM {} WHERE id = ?1", kind.table()))
         .and_then(|mut statement| statement.query_row([key], |row| row.get(0)).optional())
@@ -25,7 +32,9 @@ pub(super) fn provenance(connection: &Connection, lcc_id: &str) -> Result<Vec<Bo
              ORDER BY recorded_at, topic, aggregate_version",
         )
         .map_err(from_sqlite)?;
-    let rows = statement.query_map([lcc_id], |row| row.get(0)).map_err(from_sqlite)?;
+    let rows = statement
+        .query_map([lcc_id], |row| row.get(0))
+        .map_err(from_sqlite)?;
     rows.collect::<Result<_, _>>().map_err(from_sqlite)
 }
 
@@ -40,22 +49,36 @@ pub(super) fn works_by_identifier(
             "SELECT lcc_id FROM identifier_index WHERE kind = ?1 AND code = ?2 AND audience = ?3 ORDER BY lcc_id",
         )
         .map_err(from_sqlite)?;
-    let rows = statement.query_map(params![kind.code(), code, audience.code()], |row| row.get(0)).map_err(from_sqlite)?;
+    let rows = statement
+        .query_map(params![kind.code(), code, audience.code()], |row| {
+            row.get(0)
+        })
+        .map_err(from_sqlite)?;
     rows.collect::<Result<_, _>>().map_err(from_sqlite)
 }
 
-pub(super) fn bulk_page(connection: &Connection, audience: Audience, offset: u64, limit: u32) -> Result<BulkPage, StoreError> {
+pub(super) fn bulk_page(
+    connection: &Connection,
+    audience: Audience,
+    offset: u64,
+    limit: u32,
+) -> Result<BulkPage, StoreError> {
     let counts: Vec<(u32, u64)> = {
         let mut statement = connection
             .prepare_cached(
                 "SELECT bucket, row_count FROM bulk_bucket_counts WHERE audience = ?1 AND row_count > 0 ORDER BY bucket",
             )
             .map_err(from_sqlite)?;
-        let rows = statement.query_map([audience.code()], |row| Ok((row.get(0)?, row.get(1)?))).map_err(from_sqlite)?;
+        let rows = statement
+            .query_map([audience.code()], |row| Ok((row.get(0)?, row.get(1)?)))
+            .map_err(from_sqlite)?;
         rows.collect::<Result<_, _>>().map_err(from_sqlite)?
     };
     let plan = plan_page(&counts, offset, u64::from(limit));
-    let mut page = BulkPage { rows: Vec::with_capacity(limit as usize), total: plan.total };
+    let mut page = BulkPage {
+        rows: Vec::with_capacity(limit as usize),
+        total: plan.total,
+    };
     let mut statement = connection
         .prepare_cached(
             "SELECT body FROM bulk_rows WHERE audience = ?1 AND bucket = ?2 ORDER BY lcc_id LIMIT ?3 OFFSET ?4",
@@ -65,7 +88,9 @@ pub(super) fn bulk_page(connection: &Connection, audience: Audience, offset: u64
         let take = i64::try_from(read.take).unwrap_or(i64::MAX);
         let skip = i64::try_from(read.skip).unwrap_or(i64::MAX);
         let rows = statement
-            .query_map(params![audience.code(), read.bucket, take, skip], |row| row.get(0))
+            .query_map(params![audience.code(), read.bucket, take, skip], |row| {
+                row.get(0)
+            })
             .map_err(from_sqlite)?;
         for row in rows {
             page.rows.push(row.map_err(from_sqlite)?);
@@ -75,8 +100,12 @@ pub(super) fn bulk_page(connection: &Connection, audience: Audience, offset: u64
 }
 
 pub(super) fn sandbox_fixtures(connection: &Connection) -> Result<Vec<Body>, StoreError> {
-    let mut statement = connection.prepare_cached("SELECT body FROM sandbox_fixtures ORDER BY id").map_err(from_sqlite)?;
-    let rows = statement.query_map([], |row| row.get(0)).map_err(from_sqlite)?;
+    let mut statement = connection
+        .prepare_cached("SELECT body FROM sandbox_fixtures ORDER BY id")
+        .map_err(from_sqlite)?;
+    let rows = statement
+        .query_map([], |row| row.get(0))
+        .map_err(from_sqlite)?;
     rows.collect::<Result<_, _>>().map_err(from_sqlite)
 }
 
@@ -84,13 +113,17 @@ pub(super) fn aggregates(
     connection: &Connection,
     keys: &[AggregateKey],
 ) -> Result<HashMap<AggregateKey, StoredAggregate>, StoreError> {
-    let mut statement =
-        connection.prepare_cached("SELECT version, state FROM aggregates WHERE topic = ?1 AND id = ?2").map_err(from_sqlite)?;
+    let mut statement = connection
+        .prepare_cached("SELECT version, state FROM aggregates WHERE topic = ?1 AND id = ?2")
+        .map_err(from_sqlite)?;
     let mut found = HashMap::with_capacity(keys.len());
     for key in keys {
         let row = statement
             .query_row(params![key.topic, key.id], |row| {
-                Ok(StoredAggregate { version: row.get::<_, i64>(0)? as u64, state: row.get(1)? })
+                Ok(StoredAggregate {
+                    version: row.get::<_, i64>(0)? as u64,
+                    state: row.get(1)?,
+                })
             })
             .optional()
             .map_err(from_sqlite)?;
@@ -106,19 +139,27 @@ pub(super) fn party_referrers(
     party_ids: &[String],
 ) -> Result<Vec<(String, PartyReferrer)>, StoreError> {
     let mut statement = connection
-        .prepare_cached("SELECT referrer_kind, referrer_id FROM party_references WHERE party_id = ?1")
+        .prepare_cached(
+            "SELECT referrer_kind, referrer_id FROM party_references WHERE party_id = ?1",
+        )
         .map_err(from_sqlite)?;
     let mut referrers = Vec::new();
     for party_id in party_ids {
         let rows = statement
-            .query_map([party_id], |row| Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?)))
+            .query_map([party_id], |row| {
+                Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
+            })
             .map_err(from_sqlite)?;
         for row in rows {
             let (kind, id) = row.map_err(from_sqlite)?;
             let referrer = match kind.as_str() {
                 "work" => PartyReferrer::Work(id),
                 "license" => PartyReferrer::License(id),
-                other => return Err(StoreError::Corrupt(format!("unknown referrer kind {other:?}"))),
+                other => {
+                    return Err(StoreError::Corrupt(format!(
+                        "unknown referrer kind {other:?}"
+                    )));
+                }
             };
             referrers.push((party_id.clone(), referrer));
         }
@@ -126,7 +167,10 @@ pub(super) fn party_referrers(
     Ok(referrers)
 }
 
-pub(super) fn checkpoints(connection: &Connection, source: &str) -> Result<Vec<Checkpoint>, StoreError> {
+pub(super) fn checkpoints(
+    connection: &Connection,
+    source: &str,
+) -> Result<Vec<Checkpoint>, StoreError> {
     let mut statement = connection
         .prepare_cached(
             "SELECT stream, partition, next_offset FROM checkpoints WHERE source = ?1 ORDER BY stream, partition",
@@ -134,7 +178,12 @@ pub(super) fn checkpoints(connection: &Connection, source: &str) -> Result<Vec<C
         .map_err(from_sqlite)?;
     let rows = statement
         .query_map([source], |row| {
-            Ok(Checkpoint { source: source.to_owned(), stream: row.get(0)?, partition: row.get(1)?, next_offset: row.get(2)? })
+            Ok(Checkpoint {
+                source: source.to_owned(),
+                stream: row.get(0)?,
+                partition: row.get(1)?,
+                next_offset: row.get(2)?,
+            })
         })
         .map_err(from_sqlite)?;
     rows.collect::<Result<_, _>>().map_err(from_sqlite)

@@ -1,0 +1,465 @@
+//! One batch: load the states it touches, apply its events in order, render
+//! every document whose inputs changed, and assemble the one atomic write.
+//!
+//! Idempotence: an event whose aggregate version is not newer than the stored
+//! one is skipped and counted. Arrival order across aggregates does not
+//! matter: a work is rendered from the current states of all its aggregates,
+//! and a party change re-renders every document that names the party (found
+//! through the stored party references).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use read_model::documents::{DocumentKind, WorkStatus};
+use read_model::{
+    AggregateKey, Checkpoint, IdentifierKind, ModelVersion, PartyReferrer, ProvenanceRow, Store,
+    StoreError, StoredAggregate, WriteBatch,
+};
+use serde::Serialize;
+
+use super::render::{WorkInputs, parties_named_by_work, render_license, render_work};
+use super::rules::apply;
+use super::state::{AggregateState, PartyState, WorkState};
+use crate::contract::Topic;
+use crate::events::{Change, Event};
+use crate::source::{Position, Rejection, SourcedEvent};
+
+/// What a batch did.
+#[derive(Debug, Default)]
+pub struct BatchOutcome {
+    /// The write that stores the batch, checkpoints included.
+    pub write: WriteBatch,
+    pub applied: u64,
+    /// Events whose version was not newer than the stored one.
+    pub skipped_as_duplicates: u64,
+    /// Events to park, with their positions.
+    pub parked: Vec<(Position, Rejection)>,
+}
+
+#[derive(Debug)]
+struct Entry {
+    version: u64,
+    state: Option<AggregateState>,
+    /// The state as stored before this batch.
+    before: Option<AggregateState>,
+    changed: bool,
+}
+
+type Key = (Topic, String);
+
+/// In-memory view of the aggregates a batch touches.
+#[derive(Debug, Default)]
+struct Aggregates {
+    entries: HashMap<Key, Entry>,
+}
+
+impl Aggregates {
+    async fn load(
+        &mut self,
+        store: &dyn Store,
+        version: ModelVersion,
+        keys: BTreeSet<Key>,
+    ) -> Result<(), StoreError> {
+        let missing: Vec<AggregateKey> = keys
+            .into_iter()
+            .filter(|key| !self.entries.contains_key(key))
+            .map(|(topic, id)| AggregateKey {
+                topic: topic.name().to_owned(),
+                id,
+            })
+            .collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let mut stored = store.aggregates(version, &missing).await?;
+        for key in missing {
+            let topic = Topic::from_name(&key.topic)
+                .ok_or_else(|| StoreError::Corrupt(format!("topic {}", key.topic)))?;
+            let (version, state) = match stored.remove(&key) {
+                Some(StoredAggregate { version, state }) => {
+                    let decoded = AggregateState::decode(topic, &state).map_err(|error| {
+                        StoreError::Corrupt(format!("state of {} {}: {error}", key.topic, key.id))
+                    })?;
+                    (version, Some(decoded))
+                }
+                None => (0, None),
+            };
+            self.entries.insert(
+                (topic, key.id),
+                Entry {
+                    version,
+                    before: state.clone(),
+                    state,
+                    changed: false,
+                },
+            );
+        }
+        Ok(())
+    }
+
+    fn state(&self, topic: Topic, id: &str) -> Option<&AggregateState> {
+        self.entries
+            .get(&(topic, id.to_owned()))
+            .and_then(|entry| entry.state.as_ref())
+    }
+
+    fn before(&self, topic: Topic, id: &str) -> Option<&AggregateState> {
+        self.entries
+            .get(&(topic, id.to_owned()))
+            .and_then(|entry| entry.before.as_ref())
+    }
+
+    fn parties(&self) -> HashMap<String, PartyState> {
+        self.entries
+            .iter()
+            .filter_map(|((topic, id), entry)| match (topic, &entry.state) {
+                (Topic::Parties, Some(AggregateState::Party(party))) => {
+                    Some((id.clone(), party.clone()))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+macro_rules! state_of {
+    ($aggregates:expr, $method:ident, $topic:expr, $id:expr, $variant:ident) => {
+        match $aggregates.$method($topic, $id) {
+            Some(AggregateState::$variant(state)) => Some(state),
+            _ => None,
+        }
+    };
+}
+
+/// Projects one batch of events read from `source`.
+pub async fn project_batch(
+    store: &dyn Store,
+    version: ModelVersion,
+    source: &str,
+    events: &[SourcedEvent],
+) -> Result<BatchOutcome, StoreError> {
+    let mut outcome = BatchOutcome::default();
+    let mut aggregates = Aggregates::default();
+    let own_keys = events
+        .iter()
+        .filter_map(|sourced| sourced.outcome.as_ref().ok())
+        .map(|event| (event.topic, event.envelope.aggregate_id.clone()))
+        .collect();
+    aggregates.load(store, version, own_keys).await?;
+
+    let mut next_offsets: BTreeMap<(String, i32), i64> = BTreeMap::new();
+    let mut dirty_works = BTreeSet::new();
+    let mut dirty_licenses = BTreeSet::new();
+    let mut dirty_parties = Vec::new();
+    for sourced in events {
+        let position = &sourced.position;
+        let next = next_offsets
+            .entry((position.stream.clone(), position.partition))
+            .or_insert(0);
+        *next = (*next).max(position.offset + 1);
+        let event = match &sourced.outcome {
+            Ok(event) => event,
+            Err(rejection) => {
+                outcome.parked.push((position.clone(), rejection.clone()));
+                continue;
+            }
+        };
+        let key = (event.topic, event.envelope.aggregate_id.clone());
+        let Some(entry) = aggregates.entries.get_mut(&key) else {
+            continue;
+        };
+        if event.envelope.aggregate_version <= entry.version {
+            outcome.skipped_as_duplicates += 1;
+            continue;
+        }
+        match apply(entry.state.as_ref(), event) {
+            Ok(state) => {
+                entry.state = Some(state);
+                entry.version = event.envelope.aggregate_version;
+                entry.changed = true;
+                outcome.applied += 1;
+                note_applied(
+                    event,
+                    &mut outcome.write,
+                    &mut dirty_works,
+                    &mut dirty_licenses,
+                    &mut dirty_parties,
+                );
+            }
+            Err(reason) => outcome
+                .parked
+                .push((position.clone(), Rejection::of(event, reason))),
+        }
+    }
+
+    for (_, referrer) in store.party_referrers(version, &dirty_parties).await? {
+        match referrer {
+            PartyReferrer::Work(id) => dirty_works.insert(id),
+            PartyReferrer::License(id) => dirty_licenses.insert(id),
+        };
+    }
+    let siblings = dirty_works
+        .iter()
+        .flat_map(|id| {
+            [
+                Topic::Works,
+                Topic::Rights,
+                Topic::Disputes,
+                Topic::Certificates,
+            ]
+            .map(|topic| (topic, id.clone()))
+        })
+        .chain(
+            dirty_licenses
+                .iter()
+                .map(|id| (Topic::Licenses, id.clone())),
+        )
+        .collect();
+    aggregates.load(store, version, siblings).await?;
+    let mut named_parties = BTreeSet::new();
+    for id in &dirty_works {
+        if let Some(work) = state_of!(aggregates, state, Topic::Works, id, Work) {
+            named_parties.extend(parties_named_by_work(
+                work,
+                state_of!(aggregates, state, Topic::Rights, id, Rights),
+            ));
+        }
+    }
+    for id in &dirty_licenses {
+        if let Some(license) = state_of!(aggregates, state, Topic::Licenses, id, License) {
+            named_parties.insert(license.licensee_party_id.clone());
+        }
+    }
+    aggregates
+        .load(
+            store,
+            version,
+            named_parties
+                .into_iter()
+                .map(|id| (Topic::Parties, id))
+                .collect(),
+        )
+        .await?;
+
+    let parties = aggregates.parties();
+    for id in &dirty_works {
+        write_work(&aggregates, &parties, id, &mut outcome.write);
+    }
+    for id in &dirty_licenses {
+        write_license(&aggregates, &parties, id, &mut outcome.write);
+    }
+    let mut changed: Vec<(&Key, &Entry)> = aggregates
+        .entries
+        .iter()
+        .filter(|(_, entry)| entry.changed)
+        .collect();
+    changed.sort_by(|left, right| left.0.cmp(right.0));
+    for ((topic, id), entry) in changed {
+        if let Some(state) = &entry.state {
+            outcome.write.aggregates.push((
+                AggregateKey {
+                    topic: topic.name().to_owned(),
+                    id: id.clone(),
+                },
+                StoredAggregate {
+                    version: entry.version,
+                    state: state.encode(),
+                },
+            ));
+        }
+    }
+    outcome.write.checkpoints = next_offsets
+        .into_iter()
+        .map(|((stream, partition), next_offset)| Checkpoint {
+            source: source.to_owned(),
+            stream,
+            partition,
+            next_offset,
+        })
+        .collect();
+    Ok(outcome)
+}
+
+/// Records what an applied event makes dirty, and its provenance entry.
+fn note_applied(
+    event: &Event,
+    write: &mut WriteBatch,
+    dirty_works: &mut BTreeSet<String>,
+    dirty_licenses: &mut BTreeSet<String>,
+    dirty_parties: &mut Vec<String>,
+) {
+    let id = &event.envelope.aggregate_id;
+    match event.topic {
+        Topic::Licenses => {
+            dirty_licenses.insert(id.clone());
+        }
+        Topic::Parties => {
+            if !matches!(event.change, Change::PartyPersonalDataChanged) {
+                dirty_parties.push(id.clone());
+            }
+        }
+        Topic::Works | Topic::Rights | Topic::Disputes | Topic::Certificates => {
+            dirty_works.insert(id.clone());
+            let entry = read_model::documents::ProvenanceEntry {
+                event_id: event.envelope.event_id.clone(),
+                event_type: event.envelope.event_type.clone(),
+                topic: event.topic.name().to_owned(),
+                aggregate_version: event.envelope.aggregate_version,
+                occurred_at: event.envelope.occurred_at,
+                recorded_at: event.envelope.recorded_at,
+                source_system: event.envelope.source_system.clone(),
+                changed: event.change.changed_fields(),
+            };
+            write.provenance.push(ProvenanceRow {
+                lcc_id: id.clone(),
+                recorded_at: event.envelope.recorded_at.0,
+                topic: event.topic.name().to_owned(),
+                aggregate_version: event.envelope.aggregate_version,
+                body: to_body(&entry),
+            });
+        }
+    }
+}
+
+fn to_body(document: &impl Serialize) -> Vec<u8> {
+    // Documents are plain data; serializing them to a Vec cannot fail.
+    serde_json::to_vec(document).unwrap_or_default()
+}
+
+/// The indexed identifiers of a work state.
+fn identifiers(work: Option<&WorkState>) -> BTreeSet<(IdentifierKind, String)> {
+    let Some(work) = work else {
+        return BTreeSet::new();
+    };
+    work.record
+        .iswc
+        .iter()
+        .map(|iswc| (IdentifierKind::Iswc, iswc.clone()))
+        .chain(
+            work.record
+                .isrcs
+                .iter()
+                .map(|isrc| (IdentifierKind::Isrc, isrc.clone())),
+        )
+        .collect()
+}
+
+fn write_work(
+    aggregates: &Aggregates,
+    parties: &HashMap<String, PartyState>,
+    id: &str,
+    write: &mut WriteBatch,
+) {
+    let work = state_of!(aggregates, state, Topic::Works, id, Work);
+    let rights = state_of!(aggregates, state, Topic::Rights, id, Rights);
+    let work_before = state_of!(aggregates, before, Topic::Works, id, Work);
+    let rights_before = state_of!(aggregates, before, Topic::Rights, id, Rights);
+
+    let named = |work: Option<&WorkState>, rights| {
+        work.map(|work| parties_named_by_work(work, rights))
+            .unwrap_or_default()
+    };
+    let (named_before, named_after) = (named(work_before, rights_before), named(work, rights));
+    for party in named_before.difference(&named_after) {
+        write
+            .party_references
+            .push((party.clone(), PartyReferrer::Work(id.to_owned()), false));
+    }
+    for party in named_after.difference(&named_before) {
+        write
+            .party_references
+            .push((party.clone(), PartyReferrer::Work(id.to_owned()), true));
+    }
+    let (indexed_before, indexed_after) = (identifiers(work_before), identifiers(work));
+    for (kind, code) in indexed_before.difference(&indexed_after) {
+        write
+            .identifiers
+            .push((*kind, code.clone(), id.to_owned(), false));
+    }
+    for (kind, code) in indexed_after.difference(&indexed_before) {
+        write
+            .identifiers
+            .push((*kind, code.clone(), id.to_owned(), true));
+    }
+
+    // Documents exist once the work itself is registered; rights, disputes
+    // and certificates that arrive earlier wait in their states.
+    let Some(work) = work else { return };
+    let rendered = render_work(WorkInputs {
+        lcc_id: id,
+        work,
+        rights,
+        disputes: state_of!(aggregates, state, Topic::Disputes, id, Disputes),
+        certificate: state_of!(aggregates, state, Topic::Certificates, id, Certificate),
+        parties,
+    });
+    write.documents.push((
+        DocumentKind::RightsProfile,
+        id.to_owned(),
+        Some(to_body(&rendered.rights_profile)),
+    ));
+    write.documents.push((
+        DocumentKind::Verification,
+        id.to_owned(),
+        Some(to_body(&rendered.verification)),
+    ));
+    write.documents.push((
+        DocumentKind::Metadata,
+        id.to_owned(),
+        Some(to_body(&rendered.metadata)),
+    ));
+    write.documents.push((
+        DocumentKind::Evidence,
+        id.to_owned(),
+        Some(to_body(&rendered.evidence)),
+    ));
+    match rendered.bulk_row {
+        Some(row) => write.bulk_rows.push((id.to_owned(), Some(to_body(&row)))),
+        None if work_before.is_some_and(|before| before.status == WorkStatus::Published) => {
+            write.bulk_rows.push((id.to_owned(), None));
+        }
+        None => {}
+    }
+    if let Some(fixture) = rendered.fixture {
+        write
+            .fixtures
+            .push((id.to_owned(), Some(to_body(&fixture))));
+    }
+}
+
+fn write_license(
+    aggregates: &Aggregates,
+    parties: &HashMap<String, PartyState>,
+    id: &str,
+    write: &mut WriteBatch,
+) {
+    let Some(license) = state_of!(aggregates, state, Topic::Licenses, id, License) else {
+        return;
+    };
+    let before = state_of!(aggregates, before, Topic::Licenses, id, License)
+        .map(|before| &before.licensee_party_id);
+    if before != Some(&license.licensee_party_id) {
+        if let Some(previous) = before {
+            write.party_references.push((
+                previous.clone(),
+                PartyReferrer::License(id.to_owned()),
+                false,
+            ));
+        }
+        write.party_references.push((
+            license.licensee_party_id.clone(),
+            PartyReferrer::License(id.to_owned()),
+            true,
+        ));
+    }
+    let (document, fixture) = render_license(id, license, parties);
+    write.documents.push((
+        DocumentKind::LicenseStatus,
+        id.to_owned(),
+        Some(to_body(&document)),
+    ));
+    if let Some(fixture) = fixture {
+        write
+            .fixtures
+            .push((id.to_owned(), Some(to_body(&fixture))));
+    }
+}

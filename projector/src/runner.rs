@@ -1,0 +1,213 @@
+//! The projection loop: read events, cut them into batches, project each
+//! batch, park what cannot be used, and write the batch atomically.
+//!
+//! The file source is read on a thread of its own and handed over through a
+//! bounded channel, so decoding the next events overlaps projecting and
+//! writing the current batch (the machine has two cores; this uses both).
+//!
+//! Where it starts: the store's checkpoints. A restart after a crash at any
+//! point reads again exactly the events whose effects did not commit.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use read_model::{ModelVersion, Store, StoreError};
+use tokio::sync::mpsc;
+
+use crate::dead_letter::DeadLetterFile;
+use crate::projection::batch::project_batch;
+use crate::source::SourcedEvent;
+use crate::source::file::FileSource;
+
+/// How the loop runs.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Events per batch (one store transaction).
+    pub batch_size: usize,
+    /// Stop once every file has been read, instead of watching for new ones.
+    pub exit_when_caught_up: bool,
+    /// How often to look for new files when following.
+    pub poll_interval: Duration,
+}
+
+/// What a run did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunTotals {
+    pub events: u64,
+    pub applied: u64,
+    pub skipped_as_duplicates: u64,
+    pub parked: u64,
+    pub batches: u64,
+}
+
+enum Message {
+    Event(SourcedEvent),
+    /// Every file present has been read.
+    CaughtUp,
+    Failed(String),
+}
+
+/// Projects a file source into `version` until caught up (when asked) or until `shutdown` resolves.
+pub async fn run_file_source(
+    store: Arc<dyn Store>,
+    version: ModelVersion,
+    source: FileSource,
+    mut dead_letters: DeadLetterFile,
+    options: RunOptions,
+    shutdown: impl Future<Output = ()>,
+) -> anyhow::Result<RunTotals> {
+    let checkpoints: HashMap<String, i64> = store
+        .checkpoints(version, source.source_id())
+        .await
+        .context("failed to read checkpoints")?
+        .into_iter()
+        .map(|checkpoint| (checkpoint.stream, checkpoint.next_offset))
+        .collect();
+    let source_id = source.source_id().to_owned();
+    let (sender, mut receiver) = mpsc::channel(options.batch_size.max(1) * 2);
+    let reader_options = options.clone();
+    let reader = std::thread::Builder::new()
+        .name("file-source".into())
+        .spawn(move || read_files(&source, checkpoints, &sender, &reader_options))
+        .context("failed to start the file reader")?;
+
+    tokio::pin!(shutdown);
+    let mut totals = RunTotals::default();
+    let started = Instant::now();
+    let mut batch = Vec::with_capacity(options.batch_size);
+    loop {
+        let message = tokio::select! {
+            biased;
+            () = &mut shutdown => {
+                tracing::info!("shutdown requested: writing the current batch");
+                None
+            }
+            message = receiver.recv() => message,
+        };
+        let (flush, stop) = match message {
+            Some(Message::Event(event)) => {
+                batch.push(event);
+                (batch.len() >= options.batch_size, false)
+            }
+            Some(Message::CaughtUp) => (true, options.exit_when_caught_up),
+            Some(Message::Failed(error)) => anyhow::bail!("the file source failed: {error}"),
+            // Shutdown was requested, or the reader ended.
+            None => (true, true),
+        };
+        if flush && !batch.is_empty() {
+            write_batch(
+                store.as_ref(),
+                version,
+                &source_id,
+                &batch,
+                &mut dead_letters,
+                &mut totals,
+            )
+            .await?;
+            batch.clear();
+        }
+        if stop {
+            break;
+        }
+    }
+    drop(receiver);
+    let _ = reader.join();
+    let seconds = started.elapsed().as_secs_f64();
+    tracing::info!(
+        events = totals.events,
+        applied = totals.applied,
+        skipped_as_duplicates = totals.skipped_as_duplicates,
+        parked = totals.parked,
+        batches = totals.batches,
+        seconds,
+        events_per_second = (totals.events as f64 / seconds.max(1e-9)).round(),
+        "projection finished"
+    );
+    Ok(totals)
+}
+
+/// Projects and stores one batch; retries while the store is unavailable.
+async fn write_batch(
+    store: &dyn Store,
+    version: ModelVersion,
+    source_id: &str,
+    events: &[SourcedEvent],
+    dead_letters: &mut DeadLetterFile,
+    totals: &mut RunTotals,
+) -> anyhow::Result<()> {
+    let count = events.len() as u64;
+    let mut backoff = Duration::from_millis(200);
+    loop {
+        let attempt = async {
+            let outcome = project_batch(store, version, source_id, events).await?;
+            dead_letters
+                .park(source_id, &outcome.parked)
+                .map_err(|error| {
+                    StoreError::Unavailable(format!(
+                        "cannot write {}: {error}",
+                        dead_letters.path().display()
+                    ))
+                })?;
+            let summary = (
+                outcome.applied,
+                outcome.skipped_as_duplicates,
+                outcome.parked.len() as u64,
+            );
+            store.apply_batch(version, outcome.write).await?;
+            Ok::<_, StoreError>(summary)
+        };
+        match attempt.await {
+            Ok((applied, skipped, parked)) => {
+                totals.events += count;
+                totals.applied += applied;
+                totals.skipped_as_duplicates += skipped;
+                totals.parked += parked;
+                totals.batches += 1;
+                return Ok(());
+            }
+            Err(StoreError::Unavailable(reason)) => {
+                tracing::warn!(%reason, retry_in_ms = backoff.as_millis() as u64, "store unavailable; batch kept for retry");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(30));
+            }
+            Err(error) => return Err(error).context("failed to project a batch"),
+        }
+    }
+}
+
+/// The reader thread: every file from its checkpoint on, then (when following) new files as they appear.
+fn read_files(
+    source: &FileSource,
+    mut next_offsets: HashMap<String, i64>,
+    sender: &mpsc::Sender<Message>,
+    options: &RunOptions,
+) {
+    loop {
+        let files = match source.files() {
+            Ok(files) => files,
+            Err(error) => {
+                let _ = sender.blocking_send(Message::Failed(error.to_string()));
+                return;
+            }
+        };
+        for name in files {
+            let start = next_offsets.get(&name).copied().unwrap_or(0);
+            let mut open = true;
+            let next = source.read_file(&name, start, &mut |event| {
+                open = sender.blocking_send(Message::Event(event)).is_ok();
+                open
+            });
+            if !open {
+                return;
+            }
+            next_offsets.insert(name, next);
+        }
+        if sender.blocking_send(Message::CaughtUp).is_err() || options.exit_when_caught_up {
+            return;
+        }
+        std::thread::sleep(options.poll_interval);
+    }
+}
