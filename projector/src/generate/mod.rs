@@ -53,20 +53,30 @@ pub struct Manifest {
 /// Generates the event files into `out` (created when missing) and returns the manifest.
 pub fn generate(options: &GenerateOptions, out: &Path) -> anyhow::Result<Manifest> {
     let mut random = Random::new(options.seed);
-    let drafts = if options.sandbox {
-        sandbox::sandbox_world()
+    let (drafts, works) = if options.sandbox {
+        (sandbox::sandbox_world(), sandbox::SANDBOX_WORKS)
     } else {
-        world::production_world(options.works, &mut random)
+        (
+            world::production_world(options.works, &mut random),
+            options.works,
+        )
     };
-    let events = order_and_number(drafts, &mut random.fork(9));
+    write_drafts(drafts, works, options, out)
+}
+
+/// Numbers, orders and writes `drafts` as event files into `out`, with a
+/// manifest. Tests use it to write hand-made scenarios.
+pub fn write_drafts(
+    drafts: Vec<Draft>,
+    works: usize,
+    options: &GenerateOptions,
+    out: &Path,
+) -> anyhow::Result<Manifest> {
+    let events = order_and_number(drafts, &mut Random::new(options.seed).fork(9));
     std::fs::create_dir_all(out).with_context(|| format!("failed to create {}", out.display()))?;
     let mut manifest = Manifest {
         seed: options.seed,
-        works: if options.sandbox {
-            sandbox::SANDBOX_WORKS
-        } else {
-            options.works
-        },
+        works,
         events: events.len(),
         events_by_topic: BTreeMap::new(),
         malformed_events: events
