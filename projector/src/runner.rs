@@ -43,6 +43,8 @@ pub struct RunTotals {
     pub batches: u64,
 }
 
+// Events cross the channel by value: boxing each would cost an allocation per event.
+#[allow(clippy::large_enum_variant)]
 enum Message {
     Event(SourcedEvent),
     /// Every file present has been read.

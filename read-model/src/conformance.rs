@@ -113,13 +113,15 @@ pub async fn provenance_is_ordered_and_rewrites_do_not_duplicate(store: &dyn Sto
         aggregate_version: version,
         body: format!("{recorded_at}/{topic}/{version}").into_bytes(),
     };
-    let mut batch = WriteBatch::default();
-    batch.provenance = vec![
-        row(30, "works", 2),
-        row(10, "works", 1),
-        row(20, "rights", 1),
-        row(20, "disputes", 1),
-    ];
+    let batch = WriteBatch {
+        provenance: vec![
+            row(30, "works", 2),
+            row(10, "works", 1),
+            row(20, "rights", 1),
+            row(20, "disputes", 1),
+        ],
+        ..WriteBatch::default()
+    };
     store.apply_batch(V1, batch.clone()).await.expect("write");
     store.apply_batch(V1, batch).await.expect("rewrite");
     let entries: Vec<String> = store
@@ -264,29 +266,25 @@ pub async fn projector_state_round_trips(store: &dyn Store) {
         topic: topic.into(),
         id: id.into(),
     };
-    let mut batch = WriteBatch::default();
-    batch.fixtures = vec![
-        ("SANDBOX-LCC-2".into(), Some(body("b"))),
-        ("SANDBOX-LCC-1".into(), Some(body("a"))),
-    ];
-    batch.aggregates = vec![(
-        key("works", "LCC-1"),
-        StoredAggregate {
-            version: 3,
-            state: body("s3"),
-        },
-    )];
-    batch.party_references = vec![
-        ("PTY-1".into(), PartyReferrer::Work("LCC-1".into()), true),
-        ("PTY-1".into(), PartyReferrer::License("LIC-1".into()), true),
-        ("PTY-2".into(), PartyReferrer::Work("LCC-1".into()), true),
-    ];
-    batch.checkpoints = vec![Checkpoint {
-        source: "file:x".into(),
-        stream: "a.avro".into(),
-        partition: 0,
-        next_offset: 10,
-    }];
+    let batch = WriteBatch {
+        fixtures: vec![
+            ("SANDBOX-LCC-2".into(), Some(body("b"))),
+            ("SANDBOX-LCC-1".into(), Some(body("a"))),
+        ],
+        aggregates: vec![(
+            key("works", "LCC-1"),
+            StoredAggregate {
+                version: 3,
+                state: body("s3"),
+            },
+        )],
+        party_references: vec![
+            ("PTY-1".into(), PartyReferrer::Work("LCC-1".into()), true),
+            ("PTY-1".into(), PartyReferrer::License("LIC-1".into()), true),
+            ("PTY-2".into(), PartyReferrer::Work("LCC-1".into()), true),
+        ],
+        ..WriteBatch::default()
+    };
     store.apply_batch(V1, batch).await.expect("write");
 
     assert_eq!(
@@ -318,22 +316,18 @@ pub async fn projector_state_round_trips(store: &dyn Store) {
         ]
     );
 
-    let mut batch = WriteBatch::default();
-    batch.fixtures = vec![("SANDBOX-LCC-2".into(), None)];
-    batch.aggregates = vec![(
-        key("works", "LCC-1"),
-        StoredAggregate {
-            version: 4,
-            state: body("s4"),
-        },
-    )];
-    batch.party_references = vec![("PTY-1".into(), PartyReferrer::Work("LCC-1".into()), false)];
-    batch.checkpoints = vec![Checkpoint {
-        source: "file:x".into(),
-        stream: "a.avro".into(),
-        partition: 0,
-        next_offset: 25,
-    }];
+    let batch = WriteBatch {
+        fixtures: vec![("SANDBOX-LCC-2".into(), None)],
+        aggregates: vec![(
+            key("works", "LCC-1"),
+            StoredAggregate {
+                version: 4,
+                state: body("s4"),
+            },
+        )],
+        party_references: vec![("PTY-1".into(), PartyReferrer::Work("LCC-1".into()), false)],
+        ..WriteBatch::default()
+    };
     store.apply_batch(V1, batch).await.expect("write");
     assert_eq!(store.sandbox_fixtures().await.expect("read"), [body("a")]);
     let states = store

@@ -1,1 +1,159 @@
+//! Helpers for the end-to-end tests: find (building if needed) the real
+//! binaries, run them on isolated directories, and compare stores.
 
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+
+use rusqlite::types::ValueRef;
+
+/// The path of a workspace binary, built once per test process.
+pub fn binary(name: &str) -> PathBuf {
+    static BUILT: OnceLock<()> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let status = Command::new(env!("CARGO"))
+            .args(["build", "--quiet", "--bins", "--workspace"])
+            .current_dir(workspace_root())
+            .status()
+            .expect("cargo runs");
+        assert!(status.success(), "building the binaries failed");
+    });
+    // Test executables live in target/<profile>/deps; binaries one level up.
+    let executable = std::env::current_exe().expect("test executable path");
+    let profile_directory = executable
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>");
+    let path = profile_directory.join(name);
+    assert!(path.exists(), "{} was not built", path.display());
+    path
+}
+
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace root")
+        .to_path_buf()
+}
+
+/// The JSON summary `projector run` prints on its last stdout line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunSummary {
+    pub events: u64,
+    pub applied: u64,
+    pub skipped_as_duplicates: u64,
+    pub parked: u64,
+}
+
+/// Runs `projector run --exit-when-caught-up` to completion.
+pub fn project(events: &Path, data: &Path, batch_size: usize) -> RunSummary {
+    let output = projector_command(events, data, batch_size)
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("projector starts");
+    assert!(
+        output.status.success(),
+        "projector failed: {:?}",
+        output.status
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let line = stdout.lines().last().expect("a summary line");
+    let json: serde_json::Value = serde_json::from_str(line).expect("summary is JSON");
+    let number = |key: &str| json[key].as_u64().expect("a count");
+    RunSummary {
+        events: number("events"),
+        applied: number("applied"),
+        skipped_as_duplicates: number("skippedAsDuplicates"),
+        parked: number("parked"),
+    }
+}
+
+/// The command line of a projector run, to spawn and kill.
+pub fn projector_command(events: &Path, data: &Path, batch_size: usize) -> Command {
+    let mut command = Command::new(binary("projector"));
+    command
+        .arg("run")
+        .arg("--source")
+        .arg(format!("file://{}", events.display()))
+        .arg("--data-dir")
+        .arg(data)
+        .arg("--batch-size")
+        .arg(batch_size.to_string())
+        .arg("--exit-when-caught-up")
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped());
+    command
+}
+
+/// Every row of every document and state table of model version 1, in a
+/// canonical order: equal dumps mean byte-identical documents. Checkpoints
+/// are left out, since they name the source.
+pub fn dump_documents(data: &Path) -> BTreeMap<String, Vec<String>> {
+    let connection = rusqlite::Connection::open_with_flags(
+        data.join("model-v1.sqlite"),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .expect("open model");
+    let tables: Vec<String> = connection
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name <> 'checkpoints' ORDER BY name")
+        .expect("prepare")
+        .query_map([], |row| row.get(0))
+        .expect("tables")
+        .collect::<Result<_, _>>()
+        .expect("names");
+    let mut dump = BTreeMap::new();
+    for table in tables {
+        let mut statement = connection
+            .prepare(&format!("SELECT * FROM {table}"))
+            .expect("select");
+        let columns = statement.column_count();
+        let mut rows: Vec<String> = statement
+            .query_map([], |row| {
+                let cells: Vec<String> = (0..columns)
+                    .map(|index| match row.get_ref(index) {
+                        Ok(ValueRef::Text(bytes) | ValueRef::Blob(bytes)) => {
+                            String::from_utf8_lossy(bytes).into_owned()
+                        }
+                        Ok(ValueRef::Integer(number)) => number.to_string(),
+                        Ok(other) => format!("{other:?}"),
+                        Err(error) => format!("error: {error}"),
+                    })
+                    .collect();
+                Ok(cells.join(" | "))
+            })
+            .expect("rows")
+            .collect::<Result<_, _>>()
+            .expect("row values");
+        rows.sort();
+        dump.insert(table, rows);
+    }
+    dump
+}
+
+/// Asserts two dumps are equal, naming the first difference.
+pub fn assert_same_documents(
+    expected: &BTreeMap<String, Vec<String>>,
+    actual: &BTreeMap<String, Vec<String>>,
+) {
+    assert_eq!(
+        expected.keys().collect::<Vec<_>>(),
+        actual.keys().collect::<Vec<_>>(),
+        "tables differ"
+    );
+    for (table, rows) in expected {
+        let other = &actual[table];
+        assert_eq!(
+            rows.len(),
+            other.len(),
+            "table {table} has {} rows, expected {}",
+            other.len(),
+            rows.len()
+        );
+        if let Some((left, right)) = rows.iter().zip(other).find(|(left, right)| left != right) {
+            panic!("table {table} differs:\n expected {left}\n   actual {right}");
+        }
+    }
+    let documents: usize = expected.values().map(Vec::len).sum();
+    assert!(documents > 0, "the stores are empty: nothing was compared");
+}

@@ -79,6 +79,10 @@ pub struct PartyState {
 }
 
 /// The state of any aggregate.
+///
+/// Values live only in a batch's working set, so their size matters less than
+/// an extra allocation per state would.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AggregateState {
     Work(WorkState),
