@@ -28,19 +28,12 @@ impl<'a> Fields<'a> {
     pub fn of(record: &'static str, value: &'a Value) -> Result<Fields<'a>, ShapeError> {
         match strip_union(value) {
             Value::Record(fields) => Ok(Fields { record, fields }),
-            other => Err(ShapeError(format!(
-                "{record}: expected a record, found {}",
-                kind_of(other)
-            ))),
+            other => Err(ShapeError(format!("{record}: expected a record, found {}", kind_of(other)))),
         }
     }
 
     fn error(&self, field: &'static str, expected: &str, found: &Value) -> ShapeError {
-        ShapeError(format!(
-            "{}.{field}: expected {expected}, found {}",
-            self.record,
-            kind_of(found)
-        ))
+        ShapeError(format!("{}.{field}: expected {expected}, found {}", self.record, kind_of(found)))
     }
 
     /// A field's value with any union wrapper removed.
@@ -99,12 +92,8 @@ impl<'a> Fields<'a> {
     }
 
     pub fn date(&self, field: &'static str) -> Result<Date, ShapeError> {
-        self.optional_date(field)?.ok_or_else(|| {
-            ShapeError(format!(
-                "{}.{field}: expected a date, found null",
-                self.record
-            ))
-        })
+        self.optional_date(field)?
+            .ok_or_else(|| ShapeError(format!("{}.{field}: expected a date, found null", self.record)))
     }
 
     pub fn optional_date(&self, field: &'static str) -> Result<Option<Date>, ShapeError> {
@@ -116,12 +105,8 @@ impl<'a> Fields<'a> {
     }
 
     pub fn symbol(&self, field: &'static str) -> Result<&'a str, ShapeError> {
-        self.optional_symbol(field)?.ok_or_else(|| {
-            ShapeError(format!(
-                "{}.{field}: expected an enum, found null",
-                self.record
-            ))
-        })
+        self.optional_symbol(field)?
+            .ok_or_else(|| ShapeError(format!("{}.{field}: expected an enum, found null", self.record)))
     }
 
     pub fn optional_symbol(&self, field: &'static str) -> Result<Option<&'a str>, ShapeError> {
@@ -146,18 +131,11 @@ impl<'a> Fields<'a> {
     }
 
     pub fn array(&self, field: &'static str) -> Result<&'a [Value], ShapeError> {
-        self.optional_array(field)?.ok_or_else(|| {
-            ShapeError(format!(
-                "{}.{field}: expected an array, found null",
-                self.record
-            ))
-        })
+        self.optional_array(field)?
+            .ok_or_else(|| ShapeError(format!("{}.{field}: expected an array, found null", self.record)))
     }
 
-    pub fn optional_string_array(
-        &self,
-        field: &'static str,
-    ) -> Result<Option<Vec<String>>, ShapeError> {
+    pub fn optional_string_array(&self, field: &'static str) -> Result<Option<Vec<String>>, ShapeError> {
         let Some(items) = self.optional_array(field)? else {
             return Ok(None);
         };
@@ -172,12 +150,8 @@ impl<'a> Fields<'a> {
     }
 
     pub fn string_array(&self, field: &'static str) -> Result<Vec<String>, ShapeError> {
-        self.optional_string_array(field)?.ok_or_else(|| {
-            ShapeError(format!(
-                "{}.{field}: expected an array, found null",
-                self.record
-            ))
-        })
+        self.optional_string_array(field)?
+            .ok_or_else(|| ShapeError(format!("{}.{field}: expected an array, found null", self.record)))
     }
 }
 

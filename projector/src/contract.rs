@@ -21,14 +21,8 @@ pub enum Topic {
 }
 
 impl Topic {
-    pub const ALL: [Topic; 6] = [
-        Topic::Works,
-        Topic::Rights,
-        Topic::Licenses,
-        Topic::Disputes,
-        Topic::Certificates,
-        Topic::Parties,
-    ];
+    pub const ALL: [Topic; 6] =
+        [Topic::Works, Topic::Rights, Topic::Licenses, Topic::Disputes, Topic::Certificates, Topic::Parties];
 
     /// The topic name, also the stem of its schema file.
     pub fn name(self) -> &'static str {
@@ -60,10 +54,7 @@ impl Topic {
 
     /// Whether the aggregate key of this topic is a work's lccId.
     pub fn is_keyed_by_work(self) -> bool {
-        matches!(
-            self,
-            Topic::Works | Topic::Rights | Topic::Disputes | Topic::Certificates
-        )
+        matches!(self, Topic::Works | Topic::Rights | Topic::Disputes | Topic::Certificates)
     }
 }
 
@@ -95,12 +86,8 @@ impl Contract {
         let topics = Topic::ALL
             .into_iter()
             .map(|topic| {
-                let invalid = |reason: String| ContractError {
-                    topic: topic.name(),
-                    reason,
-                };
-                let schema = Schema::parse_str(topic.schema_text())
-                    .map_err(|error| invalid(error.to_string()))?;
+                let invalid = |reason: String| ContractError { topic: topic.name(), reason };
+                let schema = Schema::parse_str(topic.schema_text()).map_err(|error| invalid(error.to_string()))?;
                 let Schema::Record(record) = &schema else {
                     return Err(invalid("not a record".into()));
                 };
@@ -126,10 +113,7 @@ impl Contract {
 
     fn topic_schema(&self, topic: Topic) -> &TopicSchema {
         // `load` builds one entry per topic, in `Topic::ALL` order.
-        &self.topics[Topic::ALL
-            .iter()
-            .position(|candidate| *candidate == topic)
-            .unwrap_or_default()]
+        &self.topics[Topic::ALL.iter().position(|candidate| *candidate == topic).unwrap_or_default()]
     }
 
     /// The reader schema of a topic.
@@ -147,10 +131,7 @@ impl Contract {
         let Schema::Record(record) = writer else {
             return None;
         };
-        self.topics
-            .iter()
-            .find(|candidate| candidate.name == record.name)
-            .map(|candidate| candidate.topic)
+        self.topics.iter().find(|candidate| candidate.name == record.name).map(|candidate| candidate.topic)
     }
 
     /// Whether a writer schema equals the reader schema, so values need no resolution.
@@ -180,21 +161,13 @@ mod tests {
     fn every_committed_schema_parses_and_names_its_topic() {
         let contract = Contract::load().expect("contract");
         for topic in Topic::ALL {
-            assert_eq!(
-                contract.topic_of(contract.reader_schema(topic)),
-                Some(topic)
-            );
+            assert_eq!(contract.topic_of(contract.reader_schema(topic)), Some(topic));
             assert!(contract.is_reader_schema(topic, contract.reader_schema(topic)));
             assert!(!contract.payload_branches(topic).is_empty());
         }
         assert_eq!(
             contract.payload_branches(Topic::Works),
-            [
-                "WorkRegistered",
-                "WorkAmended",
-                "WorkPublished",
-                "WorkWithdrawn"
-            ]
+            ["WorkRegistered", "WorkAmended", "WorkPublished", "WorkWithdrawn"]
         );
     }
 
@@ -207,28 +180,20 @@ mod tests {
                 serde_json::Value::Object(object) => {
                     let kind = object.get("type").and_then(serde_json::Value::as_str);
                     let is_named = matches!(kind, Some("record" | "enum"));
-                    let is_field =
-                        object.contains_key("name") && !is_named && object.contains_key("type");
-                    let documented = object
-                        .get("doc")
-                        .and_then(serde_json::Value::as_str)
-                        .is_some_and(|doc| !doc.trim().is_empty());
+                    let is_field = object.contains_key("name") && !is_named && object.contains_key("type");
+                    let documented =
+                        object.get("doc").and_then(serde_json::Value::as_str).is_some_and(|doc| !doc.trim().is_empty());
                     if (is_named || is_field) && !documented {
                         missing.push(format!(
                             "{path}/{}",
-                            object
-                                .get("name")
-                                .and_then(serde_json::Value::as_str)
-                                .unwrap_or("?")
+                            object.get("name").and_then(serde_json::Value::as_str).unwrap_or("?")
                         ));
                     }
                     for (key, child) in object {
                         walk(child, &format!("{path}/{key}"), missing);
                     }
                 }
-                serde_json::Value::Array(items) => {
-                    items.iter().for_each(|item| walk(item, path, missing))
-                }
+                serde_json::Value::Array(items) => items.iter().for_each(|item| walk(item, path, missing)),
                 _ => {}
             }
         }
@@ -236,11 +201,7 @@ mod tests {
             let json: serde_json::Value = serde_json::from_str(topic.schema_text()).expect("json");
             let mut missing = Vec::new();
             walk(&json, topic.name(), &mut missing);
-            assert!(
-                missing.is_empty(),
-                "undocumented in {}: {missing:?}",
-                topic.name()
-            );
+            assert!(missing.is_empty(), "undocumented in {}: {missing:?}", topic.name());
         }
     }
 
@@ -263,16 +224,11 @@ mod tests {
             let uses = topic.schema_text().contains("PartyPersonalData");
             assert_eq!(uses, topic == Topic::Parties, "{}", topic.name());
         }
-        let json: serde_json::Value =
-            serde_json::from_str(Topic::Parties.schema_text()).expect("json");
+        let json: serde_json::Value = serde_json::from_str(Topic::Parties.schema_text()).expect("json");
         let profile = &json["fields"][1]["type"][0]["fields"][0]["type"];
         assert_eq!(profile["name"], "PartyPublicProfile");
-        let profile_fields: Vec<&str> = profile["fields"]
-            .as_array()
-            .expect("fields")
-            .iter()
-            .filter_map(|field| field["name"].as_str())
-            .collect();
+        let profile_fields: Vec<&str> =
+            profile["fields"].as_array().expect("fields").iter().filter_map(|field| field["name"].as_str()).collect();
         assert_eq!(profile_fields, ["name", "kind", "ipi", "isni"]);
     }
 }

@@ -67,11 +67,7 @@ impl DeadLetterFile {
         }
         let file = OpenOptions::new().create(true).append(true).open(path)?;
         file.set_len(intact_length)?;
-        Ok(DeadLetterFile {
-            path: path.to_path_buf(),
-            file,
-            parked,
-        })
+        Ok(DeadLetterFile { path: path.to_path_buf(), file, parked })
     }
 
     pub fn path(&self) -> &Path {
@@ -79,18 +75,11 @@ impl DeadLetterFile {
     }
 
     /// Appends the events not parked before and syncs the file. Returns how many were new.
-    pub fn park(
-        &mut self,
-        source: &str,
-        events: &[(Position, Rejection)],
-    ) -> std::io::Result<usize> {
+    pub fn park(&mut self, source: &str, events: &[(Position, Rejection)]) -> std::io::Result<usize> {
         let mut text = String::new();
         let now = Timestamp::now();
         for (position, rejection) in events {
-            if !self
-                .parked
-                .insert((position.stream.clone(), position.partition, position.offset))
-            {
+            if !self.parked.insert((position.stream.clone(), position.partition, position.offset)) {
                 continue;
             }
             let letter = DeadLetter {
@@ -119,10 +108,7 @@ impl DeadLetterFile {
     /// Every line of a dead-letter file.
     pub fn read_all(path: &Path) -> std::io::Result<Vec<DeadLetter>> {
         let reader = BufReader::new(File::open(path)?);
-        reader
-            .lines()
-            .map(|line| serde_json::from_str(&line?).map_err(std::io::Error::other))
-            .collect()
+        reader.lines().map(|line| serde_json::from_str(&line?).map_err(std::io::Error::other)).collect()
     }
 }
 
@@ -132,11 +118,7 @@ mod tests {
 
     fn parked(offset: i64) -> (Position, Rejection) {
         (
-            Position {
-                stream: "a.avro".into(),
-                partition: 0,
-                offset,
-            },
+            Position { stream: "a.avro".into(), partition: 0, offset },
             Rejection::unidentified(format!("bad {offset}"), None),
         )
     }
@@ -146,26 +128,13 @@ mod tests {
         let directory = tempfile::tempdir().expect("tempdir");
         let path = directory.path().join("letters.jsonl");
         let mut letters = DeadLetterFile::open(&path).expect("open");
-        assert_eq!(
-            letters
-                .park("file:x", &[parked(1), parked(2)])
-                .expect("park"),
-            2
-        );
+        assert_eq!(letters.park("file:x", &[parked(1), parked(2)]).expect("park"), 2);
         assert_eq!(letters.park("file:x", &[parked(2)]).expect("park"), 0);
         drop(letters);
         let mut letters = DeadLetterFile::open(&path).expect("reopen");
-        assert_eq!(
-            letters
-                .park("file:x", &[parked(1), parked(3)])
-                .expect("park"),
-            1
-        );
+        assert_eq!(letters.park("file:x", &[parked(1), parked(3)]).expect("park"), 1);
         let all = DeadLetterFile::read_all(&path).expect("read");
-        assert_eq!(
-            all.iter().map(|letter| letter.offset).collect::<Vec<_>>(),
-            [1, 2, 3]
-        );
+        assert_eq!(all.iter().map(|letter| letter.offset).collect::<Vec<_>>(), [1, 2, 3]);
         assert_eq!(all[0].reason, "bad 1");
     }
 
@@ -177,8 +146,7 @@ mod tests {
         letters.park("file:x", &[parked(1)]).expect("park");
         drop(letters);
         let mut file = OpenOptions::new().append(true).open(&path).expect("append");
-        file.write_all(b"{\"source\":\"file:x\",\"str")
-            .expect("torn write");
+        file.write_all(b"{\"source\":\"file:x\",\"str").expect("torn write");
         drop(file);
         let mut letters = DeadLetterFile::open(&path).expect("reopen");
         letters.park("file:x", &[parked(2)]).expect("park");

@@ -15,11 +15,7 @@ use projector::source::file::FileSource;
 use read_model::{ModelVersion, ModelVersions, SqliteStore, Store};
 
 #[derive(Debug, Parser)]
-#[command(
-    name = "projector",
-    version,
-    about = "Materializes the registry's change events into the read model."
-)]
+#[command(name = "projector", version, about = "Materializes the registry's change events into the read model.")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -90,10 +86,8 @@ fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("failed to start the runtime")?;
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().enable_all().build().context("failed to start the runtime")?;
     runtime.block_on(async move {
         match cli.command {
             Command::Run(arguments) => run(arguments).await,
@@ -110,10 +104,7 @@ fn main() -> anyhow::Result<()> {
             }
             Command::Migrate(arguments) => {
                 let store = open_store(&arguments).await?;
-                println!(
-                    "store at {} is at the current schema",
-                    store.directory().display()
-                );
+                println!("store at {} is at the current schema", store.directory().display());
                 Ok(())
             }
         }
@@ -121,73 +112,40 @@ fn main() -> anyhow::Result<()> {
 }
 
 async fn open_store(arguments: &StoreArguments) -> anyhow::Result<SqliteStore> {
-    let store = SqliteStore::open(&arguments.data_dir).with_context(|| {
-        format!(
-            "failed to open the store in {}",
-            arguments.data_dir.display()
-        )
-    })?;
-    store
-        .migrate()
-        .await
-        .context("failed to migrate the store")?;
+    let store = SqliteStore::open(&arguments.data_dir)
+        .with_context(|| format!("failed to open the store in {}", arguments.data_dir.display()))?;
+    store.migrate().await.context("failed to migrate the store")?;
     Ok(store)
 }
 
 /// The version to write: the one asked for, else the active one, else a new version 1, activated.
 async fn choose_version(store: &dyn Store, requested: Option<u32>) -> anyhow::Result<ModelVersion> {
     if let Some(version) = requested {
-        store
-            .create_model_version(ModelVersion(version))
-            .await
-            .context("failed to create the model version")?;
+        store.create_model_version(ModelVersion(version)).await.context("failed to create the model version")?;
         return Ok(ModelVersion(version));
     }
-    if let Some(active) = store
-        .active_model_version()
-        .await
-        .context("failed to read the active version")?
-    {
+    if let Some(active) = store.active_model_version().await.context("failed to read the active version")? {
         return Ok(active);
     }
-    store
-        .create_model_version(ModelVersion(1))
-        .await
-        .context("failed to create model version 1")?;
-    store
-        .activate_model_version(ModelVersion(1))
-        .await
-        .context("failed to activate model version 1")?;
+    store.create_model_version(ModelVersion(1)).await.context("failed to create model version 1")?;
+    store.activate_model_version(ModelVersion(1)).await.context("failed to activate model version 1")?;
     Ok(ModelVersion(1))
 }
 
 async fn run(arguments: RunArguments) -> anyhow::Result<()> {
     let Some(directory) = arguments.source.strip_prefix("file://") else {
-        bail!(
-            "unsupported source {:?}: expected file://DIRECTORY",
-            arguments.source
-        );
+        bail!("unsupported source {:?}: expected file://DIRECTORY", arguments.source);
     };
     let store = open_store(&arguments.store).await?;
     let version = choose_version(&store, arguments.model_version).await?;
     let contract = Arc::new(Contract::load()?);
     let source = FileSource::new(&PathBuf::from(directory), contract);
-    source
-        .files()
-        .context("failed to read the source directory")?;
-    let dead_letter_dir = arguments
-        .dead_letter_dir
-        .unwrap_or_else(|| arguments.store.data_dir.join("dead-letters"));
+    source.files().context("failed to read the source directory")?;
+    let dead_letter_dir = arguments.dead_letter_dir.unwrap_or_else(|| arguments.store.data_dir.join("dead-letters"));
     let file_name: String = source
         .source_id()
         .chars()
-        .map(|character| {
-            if character.is_ascii_alphanumeric() {
-                character
-            } else {
-                '_'
-            }
-        })
+        .map(|character| if character.is_ascii_alphanumeric() { character } else { '_' })
         .collect();
     let dead_letters = DeadLetterFile::open(&dead_letter_dir.join(format!("{file_name}.jsonl")))
         .context("failed to open the dead-letter file")?;
@@ -198,15 +156,7 @@ async fn run(arguments: RunArguments) -> anyhow::Result<()> {
         poll_interval: Duration::from_secs(1),
     };
     let store: Arc<dyn Store> = Arc::new(store);
-    let totals = run_file_source(
-        store,
-        version,
-        source,
-        dead_letters,
-        options,
-        shutdown_signal(),
-    )
-    .await?;
+    let totals = run_file_source(store, version, source, dead_letters, options, shutdown_signal()).await?;
     println!(
         "{}",
         serde_json::json!({
@@ -225,11 +175,10 @@ async fn shutdown_signal() {
     let interrupt = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {
-        let mut terminate =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(signal) => signal,
-                Err(_) => return std::future::pending().await,
-            };
+        let mut terminate = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(signal) => signal,
+            Err(_) => return std::future::pending().await,
+        };
         tokio::select! {
             _ = interrupt => {}
             _ = terminate.recv() => {}

@@ -32,10 +32,7 @@ impl Resolver {
     /// Prepares resolution of values written with `writer` on `topic`.
     pub fn new(contract: &Contract, topic: Topic, writer: &Schema) -> Result<Resolver, String> {
         if contract.is_reader_schema(topic, writer) {
-            return Ok(Resolver {
-                topic,
-                evolution: None,
-            });
+            return Ok(Resolver { topic, evolution: None });
         }
         let reader = contract.reader_schema(topic).clone();
         let (reader_envelope, reader_union) =
@@ -48,10 +45,8 @@ impl Resolver {
         let Schema::Union(reader_union) = reader_union else {
             return Err("the contract payload is not a union".into());
         };
-        let reader_branches = branch_names(reader_union)
-            .into_iter()
-            .zip(reader_union.variants().iter().cloned())
-            .collect();
+        let reader_branches =
+            branch_names(reader_union).into_iter().zip(reader_union.variants().iter().cloned()).collect();
         Ok(Resolver {
             topic,
             evolution: Some(Evolution {
@@ -98,20 +93,14 @@ impl Resolver {
             .find(|(_, (candidate, _))| candidate == name)
             .map(|(index, (_, schema))| (index, schema))
             .ok_or_else(|| {
-                format!(
-                    "event type {name} is not part of the {} contract this projector reads",
-                    self.topic.name()
-                )
+                format!("event type {name} is not part of the {} contract this projector reads", self.topic.name())
             })?;
         let record = record
             .resolve_schemata(reader_branch, vec![&evolution.reader])
             .map_err(|error| format!("{name} does not resolve against the contract: {error}"))?;
         Ok(Value::Record(vec![
             ("envelope".to_owned(), envelope),
-            (
-                "payload".to_owned(),
-                Value::Union(reader_index as u32, Box::new(record)),
-            ),
+            ("payload".to_owned(), Value::Union(reader_index as u32, Box::new(record))),
         ]))
     }
 }
@@ -121,12 +110,6 @@ fn envelope_and_payload(schema: &Schema) -> Option<(&Schema, &Schema)> {
     let Schema::Record(record) = schema else {
         return None;
     };
-    let field = |name: &str| {
-        record
-            .fields
-            .iter()
-            .find(|field| field.name == name)
-            .map(|field| &field.schema)
-    };
+    let field = |name: &str| record.fields.iter().find(|field| field.name == name).map(|field| &field.schema);
     Some((field("envelope")?, field("payload")?))
 }

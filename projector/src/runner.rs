@@ -100,15 +100,7 @@ pub async fn run_file_source(
             None => (true, true),
         };
         if flush && !batch.is_empty() {
-            write_batch(
-                store.as_ref(),
-                version,
-                &source_id,
-                &batch,
-                &mut dead_letters,
-                &mut totals,
-            )
-            .await?;
+            write_batch(store.as_ref(), version, &source_id, &batch, &mut dead_letters, &mut totals).await?;
             batch.clear();
         }
         if stop {
@@ -145,19 +137,10 @@ async fn write_batch(
     loop {
         let attempt = async {
             let outcome = project_batch(store, version, source_id, events).await?;
-            dead_letters
-                .park(source_id, &outcome.parked)
-                .map_err(|error| {
-                    StoreError::Unavailable(format!(
-                        "cannot write {}: {error}",
-                        dead_letters.path().display()
-                    ))
-                })?;
-            let summary = (
-                outcome.applied,
-                outcome.skipped_as_duplicates,
-                outcome.parked.len() as u64,
-            );
+            dead_letters.park(source_id, &outcome.parked).map_err(|error| {
+                StoreError::Unavailable(format!("cannot write {}: {error}", dead_letters.path().display()))
+            })?;
+            let summary = (outcome.applied, outcome.skipped_as_duplicates, outcome.parked.len() as u64);
             store.apply_batch(version, outcome.write).await?;
             Ok::<_, StoreError>(summary)
         };

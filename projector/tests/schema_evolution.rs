@@ -17,18 +17,9 @@ fn envelope(event_type: &str, version: i64) -> Value {
         ("eventType".into(), Value::String(event_type.into())),
         ("aggregateId".into(), Value::String("LCC-1".into())),
         ("aggregateVersion".into(), Value::Long(version)),
-        (
-            "occurredAt".into(),
-            Value::TimestampMillis(1_704_067_200_000 + version),
-        ),
-        (
-            "recordedAt".into(),
-            Value::TimestampMillis(1_704_067_200_000 + version),
-        ),
-        (
-            "sourceSystem".into(),
-            Value::String("older-registry".into()),
-        ),
+        ("occurredAt".into(), Value::TimestampMillis(1_704_067_200_000 + version)),
+        ("recordedAt".into(), Value::TimestampMillis(1_704_067_200_000 + version)),
+        ("sourceSystem".into(), Value::String("older-registry".into())),
     ])
 }
 
@@ -37,8 +28,7 @@ fn envelope(event_type: &str, version: i64) -> Value {
 /// `subjects` (which the contract defaults to []); `WorkPublished` comes
 /// before `WorkRegistered` in the union; `WorkAmended` is absent.
 fn evolved_works_schema() -> Schema {
-    let mut json: serde_json::Value =
-        serde_json::from_str(Topic::Works.schema_text()).expect("json");
+    let mut json: serde_json::Value = serde_json::from_str(Topic::Works.schema_text()).expect("json");
     let branches = json["fields"][1]["type"].as_array_mut().expect("union");
     let mut registered = branches[0].clone();
     let fields = registered["fields"].as_array_mut().expect("fields");
@@ -58,30 +48,18 @@ async fn an_evolved_writer_schema_is_resolved_by_field_defaults_and_branch_names
         ("iswc".into(), Value::Union(0, Box::new(Value::Null))),
         ("isrcs".into(), Value::Array(vec![])),
         ("creators".into(), Value::Array(vec![])),
-        (
-            "language".into(),
-            Value::Union(1, Box::new(Value::String("sv".into()))),
-        ),
+        ("language".into(), Value::Union(1, Box::new(Value::String("sv".into())))),
         ("workType".into(), Value::Enum(1, "SOUND_RECORDING".into())),
         ("createdOn".into(), Value::Union(0, Box::new(Value::Null))),
         ("description".into(), Value::Union(0, Box::new(Value::Null))),
-        (
-            "publisherPartyId".into(),
-            Value::Union(0, Box::new(Value::Null)),
-        ),
+        ("publisherPartyId".into(), Value::Union(0, Box::new(Value::Null))),
         ("relatedWorkIds".into(), Value::Array(vec![])),
         ("fileSha256".into(), Value::String("ef".repeat(32))),
         ("fileFormat".into(), Value::Union(0, Box::new(Value::Null))),
-        (
-            "earliestRecordedAt".into(),
-            Value::TimestampMillis(1_704_000_000_000),
-        ),
+        ("earliestRecordedAt".into(), Value::TimestampMillis(1_704_000_000_000)),
         ("mood".into(), Value::String("stormy".into())),
     ]);
-    let published = Value::Record(vec![(
-        "publishedAt".into(),
-        Value::TimestampMillis(1_704_067_300_000),
-    )]);
+    let published = Value::Record(vec![("publishedAt".into(), Value::TimestampMillis(1_704_067_300_000))]);
     let events = [
         Value::Record(vec![
             ("envelope".into(), envelope("WorkRegistered", 1)),
@@ -105,29 +83,17 @@ async fn an_evolved_writer_schema_is_resolved_by_field_defaults_and_branch_names
     drop(writer);
 
     let totals = projection.project(&directory, 10).await;
-    assert_eq!(
-        (totals.applied, totals.parked),
-        (2, 0),
-        "both events resolve"
-    );
-    let profile: RightsProfile = projection
-        .document(DocumentKind::RightsProfile, "LCC-1")
-        .await
-        .expect("profile");
+    assert_eq!((totals.applied, totals.parked), (2, 0), "both events resolve");
+    let profile: RightsProfile = projection.document(DocumentKind::RightsProfile, "LCC-1").await.expect("profile");
     assert_eq!(profile.title, "Evolved");
     assert_eq!(
         profile.status,
         read_model::documents::WorkStatus::Published,
         "WorkPublished must not be read as another branch"
     );
-    let metadata: read_model::documents::DublinCoreRecord = projection
-        .document(DocumentKind::Metadata, "LCC-1")
-        .await
-        .expect("metadata");
-    assert!(
-        metadata.subject.is_empty(),
-        "the missing field takes the contract's default"
-    );
+    let metadata: read_model::documents::DublinCoreRecord =
+        projection.document(DocumentKind::Metadata, "LCC-1").await.expect("metadata");
+    assert!(metadata.subject.is_empty(), "the missing field takes the contract's default");
     assert_eq!(metadata.language, ["sv"]);
 }
 
@@ -151,42 +117,20 @@ async fn an_event_type_the_contract_does_not_know_is_parked_as_undecodable() {
     let totals = projection.project(&directory, 10).await;
     assert_eq!((totals.applied, totals.parked), (0, 1));
     let letters =
-        projector::dead_letter::DeadLetterFile::read_all(&projection.dead_letter_path(&directory))
-            .expect("letters");
-    assert!(
-        letters[0]
-            .reason
-            .contains("WorkArchived is not part of the works contract"),
-        "{}",
-        letters[0].reason
-    );
+        projector::dead_letter::DeadLetterFile::read_all(&projection.dead_letter_path(&directory)).expect("letters");
+    assert!(letters[0].reason.contains("WorkArchived is not part of the works contract"), "{}", letters[0].reason);
     assert_eq!(letters[0].topic.as_deref(), Some("works"));
 }
 
 #[tokio::test]
 async fn a_file_that_is_not_avro_is_parked_and_the_directory_goes_on() {
     let projection = Projection::new().await;
-    let directory = projection.write(
-        "events",
-        vec![support::work("LCC-1", "PTY-1", support::T0)],
-        10,
-    );
-    std::fs::write(
-        directory.join("000000-garbage.avro"),
-        b"this is not an avro file",
-    )
-    .expect("write");
+    let directory = projection.write("events", vec![support::work("LCC-1", "PTY-1", support::T0)], 10);
+    std::fs::write(directory.join("000000-garbage.avro"), b"this is not an avro file").expect("write");
     let totals = projection.project(&directory, 10).await;
     assert_eq!((totals.applied, totals.parked), (1, 1));
     let letters =
-        projector::dead_letter::DeadLetterFile::read_all(&projection.dead_letter_path(&directory))
-            .expect("letters");
+        projector::dead_letter::DeadLetterFile::read_all(&projection.dead_letter_path(&directory)).expect("letters");
     assert_eq!(letters[0].stream, "000000-garbage.avro");
-    assert!(
-        letters[0]
-            .reason
-            .starts_with("unreadable Avro container file"),
-        "{}",
-        letters[0].reason
-    );
+    assert!(letters[0].reason.starts_with("unreadable Avro container file"), "{}", letters[0].reason);
 }

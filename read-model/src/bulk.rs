@@ -56,11 +56,7 @@ pub fn plan_page(counts: &[(u32, u64)], offset: u64, limit: u64) -> PagePlan {
             continue;
         }
         let take = (rows - to_skip).min(to_take);
-        reads.push(BucketRead {
-            bucket,
-            skip: to_skip,
-            take,
-        });
+        reads.push(BucketRead { bucket, skip: to_skip, take });
         to_take -= take;
         to_skip = 0;
     }
@@ -87,24 +83,14 @@ mod tests {
             counts[bulk_bucket(&format!("LCC-{index:010}")) as usize] += 1;
         }
         let (min, max) = (counts.iter().min().copied(), counts.iter().max().copied());
-        assert!(
-            min >= Some(50) && max <= Some(160),
-            "uneven spread: {min:?}..{max:?}"
-        );
+        assert!(min >= Some(50) && max <= Some(160), "uneven spread: {min:?}..{max:?}");
     }
 
     #[test]
     fn a_page_inside_one_bucket_is_one_read() {
         let plan = plan_page(&[(0, 10), (3, 10), (7, 10)], 12, 5);
         assert_eq!(plan.total, 30);
-        assert_eq!(
-            plan.reads,
-            vec![BucketRead {
-                bucket: 3,
-                skip: 2,
-                take: 5
-            }]
-        );
+        assert_eq!(plan.reads, vec![BucketRead { bucket: 3, skip: 2, take: 5 }]);
     }
 
     #[test]
@@ -113,21 +99,9 @@ mod tests {
         assert_eq!(
             plan.reads,
             vec![
-                BucketRead {
-                    bucket: 0,
-                    skip: 8,
-                    take: 2
-                },
-                BucketRead {
-                    bucket: 3,
-                    skip: 0,
-                    take: 10
-                },
-                BucketRead {
-                    bucket: 7,
-                    skip: 0,
-                    take: 3
-                },
+                BucketRead { bucket: 0, skip: 8, take: 2 },
+                BucketRead { bucket: 3, skip: 0, take: 10 },
+                BucketRead { bucket: 7, skip: 0, take: 3 },
             ]
         );
     }

@@ -25,16 +25,11 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let day_of_era = z.rem_euclid(146_097);
-    let year_of_era =
-        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
     let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
     let month_index = (5 * day_of_year + 2) / 153;
     let day = (day_of_year - (153 * month_index + 2) / 5 + 1) as u32;
-    let month = if month_index < 10 {
-        month_index + 3
-    } else {
-        month_index - 9
-    } as u32;
+    let month = if month_index < 10 { month_index + 3 } else { month_index - 9 } as u32;
     let year = year_of_era + era * 400 + i64::from(month <= 2);
     (year, month, day)
 }
@@ -45,8 +40,7 @@ fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
     let era = year.div_euclid(400);
     let year_of_era = year.rem_euclid(400);
     let month = i64::from(month);
-    let day_of_year =
-        (153 * (if month > 2 { month - 3 } else { month + 9 }) + 2) / 5 + i64::from(day) - 1;
+    let day_of_year = (153 * (if month > 2 { month - 3 } else { month + 9 }) + 2) / 5 + i64::from(day) - 1;
     let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
     era * 146_097 + day_of_era - 719_468
 }
@@ -66,9 +60,7 @@ impl Date {
         if !(1..=12).contains(&month) || day == 0 || day > days_in_month(i64::from(year), month) {
             return None;
         }
-        i32::try_from(days_from_civil(i64::from(year), month, day))
-            .ok()
-            .map(Date)
+        i32::try_from(days_from_civil(i64::from(year), month, day)).ok().map(Date)
     }
 
     /// The year, month and day of this date.
@@ -102,9 +94,7 @@ impl Date {
 impl Timestamp {
     /// The current instant from the system clock.
     pub fn now() -> Timestamp {
-        let elapsed = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default();
+        let elapsed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
         Timestamp(i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX))
     }
 
@@ -128,11 +118,7 @@ impl Timestamp {
         if hours > 23 || minutes > 59 || seconds > 59 {
             return None;
         }
-        Some(Timestamp(
-            i64::from(date.0) * MILLIS_PER_DAY
-                + ((hours * 60 + minutes) * 60 + seconds) * 1000
-                + millis,
-        ))
+        Some(Timestamp(i64::from(date.0) * MILLIS_PER_DAY + ((hours * 60 + minutes) * 60 + seconds) * 1000 + millis))
     }
 }
 
@@ -170,8 +156,7 @@ macro_rules! serde_as_iso_text {
         impl<'de> Deserialize<'de> for $type {
             fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
                 let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
-                <$type>::parse(&text)
-                    .ok_or_else(|| serde::de::Error::custom(concat!("expected ", $expected)))
+                <$type>::parse(&text).ok_or_else(|| serde::de::Error::custom(concat!("expected ", $expected)))
             }
         }
     };
@@ -202,14 +187,7 @@ mod tests {
 
     #[test]
     fn impossible_dates_are_rejected() {
-        for text in [
-            "2023-02-29",
-            "2024-13-01",
-            "2024-00-10",
-            "2024-04-31",
-            "24-01-01",
-            "2024/01/01",
-        ] {
+        for text in ["2023-02-29", "2024-13-01", "2024-00-10", "2024-04-31", "24-01-01", "2024/01/01"] {
             assert_eq!(Date::parse(text), None, "{text}");
         }
     }

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use crate::documents::DocumentKind;
 use crate::identifiers::Audience;
 use crate::store::{
-    AggregateKey, Checkpoint, IdentifierKind, ModelVersion, PartyReferrer, ProvenanceRow, Store,
-    StoreError, StoredAggregate, WriteBatch,
+    AggregateKey, Checkpoint, IdentifierKind, ModelVersion, PartyReferrer, ProvenanceRow, Store, StoreError,
+    StoredAggregate, WriteBatch,
 };
 
 /// A store under test, with whatever must live as long as it (a temporary directory, say).
@@ -36,17 +36,8 @@ fn body(text: &str) -> Vec<u8> {
 /// Reads before any activation fail with `NoActiveModelVersion`, not with an I/O error.
 pub async fn reads_fail_cleanly_before_any_version_is_active(store: &dyn Store) {
     let result = store.document(DocumentKind::RightsProfile, "LCC-1").await;
-    assert!(
-        matches!(result, Err(StoreError::NoActiveModelVersion)),
-        "{result:?}"
-    );
-    assert_eq!(
-        store
-            .active_model_version()
-            .await
-            .expect("catalog readable"),
-        None
-    );
+    assert!(matches!(result, Err(StoreError::NoActiveModelVersion)), "{result:?}");
+    assert_eq!(store.active_model_version().await.expect("catalog readable"), None);
 }
 
 /// Every document kind round-trips its bytes exactly, and a deletion removes it.
@@ -54,53 +45,21 @@ pub async fn documents_round_trip_and_delete(store: &dyn Store) {
     active_v1(store).await;
     let mut batch = WriteBatch::default();
     for kind in DocumentKind::ALL {
-        batch.documents.push((
-            kind,
-            "LCC-1".into(),
-            Some(format!("{{\"kind\":\"{kind:?}\",\"é\":1}}").into_bytes()),
-        ));
+        batch.documents.push((kind, "LCC-1".into(), Some(format!("{{\"kind\":\"{kind:?}\",\"é\":1}}").into_bytes())));
     }
     store.apply_batch(V1, batch).await.expect("write");
     for kind in DocumentKind::ALL {
         let read = store.document(kind, "LCC-1").await.expect("read");
-        assert_eq!(
-            read,
-            Some(format!("{{\"kind\":\"{kind:?}\",\"é\":1}}").into_bytes()),
-            "{kind:?}"
-        );
+        assert_eq!(read, Some(format!("{{\"kind\":\"{kind:?}\",\"é\":1}}").into_bytes()), "{kind:?}");
         assert_eq!(store.document(kind, "LCC-2").await.expect("read"), None);
     }
     let mut batch = WriteBatch::default();
-    batch.documents.push((
-        DocumentKind::Metadata,
-        "LCC-1".into(),
-        Some(body("{\"v\":2}")),
-    ));
-    batch
-        .documents
-        .push((DocumentKind::Evidence, "LCC-1".into(), None));
+    batch.documents.push((DocumentKind::Metadata, "LCC-1".into(), Some(body("{\"v\":2}"))));
+    batch.documents.push((DocumentKind::Evidence, "LCC-1".into(), None));
     store.apply_batch(V1, batch).await.expect("write");
-    assert_eq!(
-        store
-            .document(DocumentKind::Metadata, "LCC-1")
-            .await
-            .expect("read"),
-        Some(body("{\"v\":2}"))
-    );
-    assert_eq!(
-        store
-            .document(DocumentKind::Evidence, "LCC-1")
-            .await
-            .expect("read"),
-        None
-    );
-    assert!(
-        store
-            .document(DocumentKind::RightsProfile, "LCC-1")
-            .await
-            .expect("read")
-            .is_some()
-    );
+    assert_eq!(store.document(DocumentKind::Metadata, "LCC-1").await.expect("read"), Some(body("{\"v\":2}")));
+    assert_eq!(store.document(DocumentKind::Evidence, "LCC-1").await.expect("read"), None);
+    assert!(store.document(DocumentKind::RightsProfile, "LCC-1").await.expect("read").is_some());
 }
 
 /// Provenance comes back in (recordedAt, topic, version) order, and rewriting an entry does not duplicate it.
@@ -114,12 +73,7 @@ pub async fn provenance_is_ordered_and_rewrites_do_not_duplicate(store: &dyn Sto
         body: format!("{recorded_at}/{topic}/{version}").into_bytes(),
     };
     let batch = WriteBatch {
-        provenance: vec![
-            row(30, "works", 2),
-            row(10, "works", 1),
-            row(20, "rights", 1),
-            row(20, "disputes", 1),
-        ],
+        provenance: vec![row(30, "works", 2), row(10, "works", 1), row(20, "rights", 1), row(20, "disputes", 1)],
         ..WriteBatch::default()
     };
     store.apply_batch(V1, batch.clone()).await.expect("write");
@@ -131,10 +85,7 @@ pub async fn provenance_is_ordered_and_rewrites_do_not_duplicate(store: &dyn Sto
         .into_iter()
         .map(|entry| String::from_utf8(entry).expect("utf-8"))
         .collect();
-    assert_eq!(
-        entries,
-        ["10/works/1", "20/disputes/1", "20/rights/1", "30/works/2"]
-    );
+    assert_eq!(entries, ["10/works/1", "20/disputes/1", "20/rights/1", "30/works/2"]);
     assert!(store.provenance("LCC-2").await.expect("read").is_empty());
 }
 
@@ -143,44 +94,21 @@ pub async fn identifier_index_separates_audiences(store: &dyn Store) {
     active_v1(store).await;
     let mut batch = WriteBatch::default();
     for lcc_id in ["LCC-2", "LCC-1", "SANDBOX-LCC-1"] {
-        batch.identifiers.push((
-            IdentifierKind::Iswc,
-            "T0345246801".into(),
-            lcc_id.into(),
-            true,
-        ));
+        batch.identifiers.push((IdentifierKind::Iswc, "T0345246801".into(), lcc_id.into(), true));
     }
-    batch.identifiers.push((
-        IdentifierKind::Isrc,
-        "USS1Z9900001".into(),
-        "LCC-1".into(),
-        true,
-    ));
+    batch.identifiers.push((IdentifierKind::Isrc, "USS1Z9900001".into(), "LCC-1".into(), true));
     store.apply_batch(V1, batch).await.expect("write");
-    let production = store
-        .works_by_identifier(IdentifierKind::Iswc, "T0345246801", Audience::Production)
-        .await;
+    let production = store.works_by_identifier(IdentifierKind::Iswc, "T0345246801", Audience::Production).await;
     assert_eq!(production.expect("read"), ["LCC-1", "LCC-2"]);
-    let sandbox = store
-        .works_by_identifier(IdentifierKind::Iswc, "T0345246801", Audience::Sandbox)
-        .await;
+    let sandbox = store.works_by_identifier(IdentifierKind::Iswc, "T0345246801", Audience::Sandbox).await;
     assert_eq!(sandbox.expect("read"), ["SANDBOX-LCC-1"]);
-    let by_isrc = store
-        .works_by_identifier(IdentifierKind::Isrc, "T0345246801", Audience::Production)
-        .await;
+    let by_isrc = store.works_by_identifier(IdentifierKind::Isrc, "T0345246801", Audience::Production).await;
     assert!(by_isrc.expect("read").is_empty(), "kinds must not mix");
 
     let mut batch = WriteBatch::default();
-    batch.identifiers.push((
-        IdentifierKind::Iswc,
-        "T0345246801".into(),
-        "LCC-2".into(),
-        false,
-    ));
+    batch.identifiers.push((IdentifierKind::Iswc, "T0345246801".into(), "LCC-2".into(), false));
     store.apply_batch(V1, batch).await.expect("write");
-    let production = store
-        .works_by_identifier(IdentifierKind::Iswc, "T0345246801", Audience::Production)
-        .await;
+    let production = store.works_by_identifier(IdentifierKind::Iswc, "T0345246801", Audience::Production).await;
     assert_eq!(production.expect("read"), ["LCC-1"]);
 }
 
@@ -190,94 +118,46 @@ pub async fn bulk_pages_partition_a_stable_order(store: &dyn Store) {
     let ids: Vec<String> = (0..2_500).map(|index| format!("LCC-{index:06}")).collect();
     let mut batch = WriteBatch::default();
     for id in &ids {
-        batch.bulk_rows.push((
-            id.clone(),
-            Some(format!("{{\"lccId\":\"{id}\"}}").into_bytes()),
-        ));
+        batch.bulk_rows.push((id.clone(), Some(format!("{{\"lccId\":\"{id}\"}}").into_bytes())));
     }
-    batch.bulk_rows.push((
-        "SANDBOX-LCC-1".into(),
-        Some(body("{\"lccId\":\"SANDBOX-LCC-1\"}")),
-    ));
+    batch.bulk_rows.push(("SANDBOX-LCC-1".into(), Some(body("{\"lccId\":\"SANDBOX-LCC-1\"}"))));
     store.apply_batch(V1, batch.clone()).await.expect("write");
-    store
-        .apply_batch(V1, batch)
-        .await
-        .expect("rewrite must not double count");
+    store.apply_batch(V1, batch).await.expect("rewrite must not double count");
 
     let mut seen = Vec::new();
     for page in 0..26 {
-        let result = store
-            .bulk_page(Audience::Production, page * 100, 100)
-            .await
-            .expect("page");
+        let result = store.bulk_page(Audience::Production, page * 100, 100).await.expect("page");
         assert_eq!(result.total, 2_500);
-        assert_eq!(
-            result.rows.len(),
-            if page < 25 { 100 } else { 0 },
-            "page {page}"
-        );
+        assert_eq!(result.rows.len(), if page < 25 { 100 } else { 0 }, "page {page}");
         seen.extend(result.rows);
     }
     let mut unique = seen.clone();
     unique.sort();
     unique.dedup();
     assert_eq!(unique.len(), 2_500, "pages overlap or miss rows");
-    let again = store
-        .bulk_page(Audience::Production, 1_234, 300)
-        .await
-        .expect("page");
-    assert_eq!(
-        again.rows,
-        seen[1_234..1_534],
-        "the order must be stable whatever the page size"
-    );
+    let again = store.bulk_page(Audience::Production, 1_234, 300).await.expect("page");
+    assert_eq!(again.rows, seen[1_234..1_534], "the order must be stable whatever the page size");
 
-    let sandbox = store
-        .bulk_page(Audience::Sandbox, 0, 100)
-        .await
-        .expect("page");
-    assert_eq!(
-        (sandbox.total, sandbox.rows),
-        (1, vec![body("{\"lccId\":\"SANDBOX-LCC-1\"}")])
-    );
+    let sandbox = store.bulk_page(Audience::Sandbox, 0, 100).await.expect("page");
+    assert_eq!((sandbox.total, sandbox.rows), (1, vec![body("{\"lccId\":\"SANDBOX-LCC-1\"}")]));
 
     let mut batch = WriteBatch::default();
     batch.bulk_rows.push((ids[7].clone(), None));
     batch.bulk_rows.push(("LCC-never-there".into(), None));
     store.apply_batch(V1, batch).await.expect("remove");
-    let after = store
-        .bulk_page(Audience::Production, 0, 5_000)
-        .await
-        .expect("page");
+    let after = store.bulk_page(Audience::Production, 0, 5_000).await.expect("page");
     assert_eq!(after.total, 2_499);
     assert_eq!(after.rows.len(), 2_499);
-    assert!(
-        !after
-            .rows
-            .contains(&format!("{{\"lccId\":\"{}\"}}", ids[7]).into_bytes())
-    );
+    assert!(!after.rows.contains(&format!("{{\"lccId\":\"{}\"}}", ids[7]).into_bytes()));
 }
 
 /// Fixtures list in id order; aggregates, party references and checkpoints read back what was written.
 pub async fn projector_state_round_trips(store: &dyn Store) {
     active_v1(store).await;
-    let key = |topic: &str, id: &str| AggregateKey {
-        topic: topic.into(),
-        id: id.into(),
-    };
+    let key = |topic: &str, id: &str| AggregateKey { topic: topic.into(), id: id.into() };
     let batch = WriteBatch {
-        fixtures: vec![
-            ("SANDBOX-LCC-2".into(), Some(body("b"))),
-            ("SANDBOX-LCC-1".into(), Some(body("a"))),
-        ],
-        aggregates: vec![(
-            key("works", "LCC-1"),
-            StoredAggregate {
-                version: 3,
-                state: body("s3"),
-            },
-        )],
+        fixtures: vec![("SANDBOX-LCC-2".into(), Some(body("b"))), ("SANDBOX-LCC-1".into(), Some(body("a")))],
+        aggregates: vec![(key("works", "LCC-1"), StoredAggregate { version: 3, state: body("s3") })],
         party_references: vec![
             ("PTY-1".into(), PartyReferrer::Work("LCC-1".into()), true),
             ("PTY-1".into(), PartyReferrer::License("LIC-1".into()), true),
@@ -287,26 +167,11 @@ pub async fn projector_state_round_trips(store: &dyn Store) {
     };
     store.apply_batch(V1, batch).await.expect("write");
 
-    assert_eq!(
-        store.sandbox_fixtures().await.expect("read"),
-        [body("a"), body("b")]
-    );
-    let states = store
-        .aggregates(V1, &[key("works", "LCC-1"), key("rights", "LCC-1")])
-        .await
-        .expect("read");
+    assert_eq!(store.sandbox_fixtures().await.expect("read"), [body("a"), body("b")]);
+    let states = store.aggregates(V1, &[key("works", "LCC-1"), key("rights", "LCC-1")]).await.expect("read");
     assert_eq!(states.len(), 1);
-    assert_eq!(
-        states[&key("works", "LCC-1")],
-        StoredAggregate {
-            version: 3,
-            state: body("s3")
-        }
-    );
-    let mut referrers = store
-        .party_referrers(V1, &["PTY-1".into()])
-        .await
-        .expect("read");
+    assert_eq!(states[&key("works", "LCC-1")], StoredAggregate { version: 3, state: body("s3") });
+    let mut referrers = store.party_referrers(V1, &["PTY-1".into()]).await.expect("read");
     referrers.sort();
     assert_eq!(
         referrers,
@@ -318,120 +183,54 @@ pub async fn projector_state_round_trips(store: &dyn Store) {
 
     let batch = WriteBatch {
         fixtures: vec![("SANDBOX-LCC-2".into(), None)],
-        aggregates: vec![(
-            key("works", "LCC-1"),
-            StoredAggregate {
-                version: 4,
-                state: body("s4"),
-            },
-        )],
+        aggregates: vec![(key("works", "LCC-1"), StoredAggregate { version: 4, state: body("s4") })],
         party_references: vec![("PTY-1".into(), PartyReferrer::Work("LCC-1".into()), false)],
         ..WriteBatch::default()
     };
     store.apply_batch(V1, batch).await.expect("write");
     assert_eq!(store.sandbox_fixtures().await.expect("read"), [body("a")]);
-    let states = store
-        .aggregates(V1, &[key("works", "LCC-1")])
-        .await
-        .expect("read");
+    let states = store.aggregates(V1, &[key("works", "LCC-1")]).await.expect("read");
     assert_eq!(states[&key("works", "LCC-1")].version, 4);
     assert_eq!(
-        store
-            .party_referrers(V1, &["PTY-1".into()])
-            .await
-            .expect("read"),
+        store.party_referrers(V1, &["PTY-1".into()]).await.expect("read"),
         [("PTY-1".into(), PartyReferrer::License("LIC-1".into()))]
     );
     let checkpoints = store.checkpoints(V1, "file:x").await.expect("read");
     assert_eq!(
         checkpoints,
-        [Checkpoint {
-            source: "file:x".into(),
-            stream: "a.avro".into(),
-            partition: 0,
-            next_offset: 25
-        }]
+        [Checkpoint { source: "file:x".into(), stream: "a.avro".into(), partition: 0, next_offset: 25 }]
     );
-    assert!(
-        store
-            .checkpoints(V1, "file:y")
-            .await
-            .expect("read")
-            .is_empty()
-    );
+    assert!(store.checkpoints(V1, "file:y").await.expect("read").is_empty());
 }
 
 /// Versions are independent; activation switches readers; the active one cannot be dropped.
 pub async fn model_versions_switch_readers_atomically(store: &dyn Store) {
     active_v1(store).await;
     store.create_model_version(V2).await.expect("create v2");
-    store
-        .create_model_version(V2)
-        .await
-        .expect("creating twice is idempotent");
+    store.create_model_version(V2).await.expect("creating twice is idempotent");
     let write = |text: &str| {
         let mut batch = WriteBatch::default();
-        batch.documents.push((
-            DocumentKind::RightsProfile,
-            "LCC-1".into(),
-            Some(body(text)),
-        ));
+        batch.documents.push((DocumentKind::RightsProfile, "LCC-1".into(), Some(body(text))));
         batch
     };
     store.apply_batch(V1, write("v1")).await.expect("write v1");
     store.apply_batch(V2, write("v2")).await.expect("write v2");
-    assert_eq!(
-        store
-            .document(DocumentKind::RightsProfile, "LCC-1")
-            .await
-            .expect("read"),
-        Some(body("v1"))
-    );
+    assert_eq!(store.document(DocumentKind::RightsProfile, "LCC-1").await.expect("read"), Some(body("v1")));
     store.activate_model_version(V2).await.expect("activate v2");
-    assert_eq!(
-        store
-            .document(DocumentKind::RightsProfile, "LCC-1")
-            .await
-            .expect("read"),
-        Some(body("v2"))
-    );
+    assert_eq!(store.document(DocumentKind::RightsProfile, "LCC-1").await.expect("read"), Some(body("v2")));
     let versions = store.model_versions().await.expect("list");
-    assert_eq!(
-        versions
-            .iter()
-            .map(|info| (info.version, info.active))
-            .collect::<Vec<_>>(),
-        [(V1, false), (V2, true)]
-    );
+    assert_eq!(versions.iter().map(|info| (info.version, info.active)).collect::<Vec<_>>(), [(V1, false), (V2, true)]);
 
     let refused = store.drop_model_version(V2).await;
-    assert!(
-        matches!(refused, Err(StoreError::ActiveModelVersion(V2))),
-        "{refused:?}"
-    );
+    assert!(matches!(refused, Err(StoreError::ActiveModelVersion(V2))), "{refused:?}");
     store.drop_model_version(V1).await.expect("drop v1");
     assert_eq!(store.model_versions().await.expect("list").len(), 1);
     let unknown = store.apply_batch(V1, write("gone")).await;
-    assert!(
-        matches!(unknown, Err(StoreError::UnknownModelVersion(V1))),
-        "{unknown:?}"
-    );
+    assert!(matches!(unknown, Err(StoreError::UnknownModelVersion(V1))), "{unknown:?}");
     let unknown = store.activate_model_version(ModelVersion(9)).await;
-    assert!(
-        matches!(unknown, Err(StoreError::UnknownModelVersion(_))),
-        "{unknown:?}"
-    );
-    store
-        .migrate()
-        .await
-        .expect("migrating again is idempotent");
-    assert_eq!(
-        store
-            .document(DocumentKind::RightsProfile, "LCC-1")
-            .await
-            .expect("read"),
-        Some(body("v2"))
-    );
+    assert!(matches!(unknown, Err(StoreError::UnknownModelVersion(_))), "{unknown:?}");
+    store.migrate().await.expect("migrating again is idempotent");
+    assert_eq!(store.document(DocumentKind::RightsProfile, "LCC-1").await.expect("read"), Some(body("v2")));
     store.ping().await.expect("ping");
 }
 

@@ -19,11 +19,7 @@ pub enum Audience {
 impl Audience {
     /// The audience a record id belongs to, decided by its prefix alone.
     pub fn of(id: &str) -> Audience {
-        if id.starts_with(SANDBOX_PREFIX) {
-            Audience::Sandbox
-        } else {
-            Audience::Production
-        }
+        if id.starts_with(SANDBOX_PREFIX) { Audience::Sandbox } else { Audience::Production }
     }
 
     /// The stable code stored in keys and indexes.
@@ -53,15 +49,9 @@ pub enum IdentifierError {
 /// Accepts the compact form (`T0345246801`) and the printed form
 /// (`T-034.524.680-1`). The check digit makes `1 + Σ i·dᵢ + c` a multiple of ten.
 pub fn normalize_iswc(text: &str) -> Result<String, IdentifierError> {
-    let compact: String = text
-        .trim()
-        .chars()
-        .filter(|c| *c != '-' && *c != '.')
-        .collect();
+    let compact: String = text.trim().chars().filter(|c| *c != '-' && *c != '.').collect();
     let compact = compact.to_ascii_uppercase();
-    let digits = compact
-        .strip_prefix('T')
-        .ok_or(IdentifierError::IswcShape)?;
+    let digits = compact.strip_prefix('T').ok_or(IdentifierError::IswcShape)?;
     if digits.len() != 10 || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return Err(IdentifierError::IswcShape);
     }
@@ -87,11 +77,7 @@ fn is_printed_iswc(text: &str) -> bool {
 
 /// The ISWC check digit for nine digits.
 pub fn iswc_check_digit(nine_digits: &[u32]) -> u32 {
-    let weighted: u32 = nine_digits
-        .iter()
-        .zip(1..)
-        .map(|(digit, weight)| digit * weight)
-        .sum();
+    let weighted: u32 = nine_digits.iter().zip(1..).map(|(digit, weight)| digit * weight).sum();
     (10 - (1 + weighted) % 10) % 10
 }
 
@@ -100,23 +86,13 @@ pub fn display_iswc(normalized: &str) -> String {
     if normalized.len() != 11 {
         return normalized.to_owned();
     }
-    format!(
-        "T-{}.{}.{}-{}",
-        &normalized[1..4],
-        &normalized[4..7],
-        &normalized[7..10],
-        &normalized[10..11]
-    )
+    format!("T-{}.{}.{}-{}", &normalized[1..4], &normalized[4..7], &normalized[7..10], &normalized[10..11])
 }
 
 /// Normalizes an ISRC to twelve upper-case characters without hyphens.
 pub fn normalize_isrc(text: &str) -> Result<String, IdentifierError> {
     let trimmed = text.trim();
-    let compact: String = trimmed
-        .chars()
-        .filter(|c| *c != '-')
-        .collect::<String>()
-        .to_ascii_uppercase();
+    let compact: String = trimmed.chars().filter(|c| *c != '-').collect::<String>().to_ascii_uppercase();
     let bytes = compact.as_bytes();
     let shape_ok = bytes.len() == 12
         && bytes[0..2].iter().all(u8::is_ascii_uppercase)
@@ -126,11 +102,7 @@ pub fn normalize_isrc(text: &str) -> Result<String, IdentifierError> {
         let parts: Vec<&str> = trimmed.split('-').collect();
         parts.iter().map(|part| part.len()).eq([2, 3, 2, 5])
     };
-    if shape_ok && hyphens_ok {
-        Ok(compact)
-    } else {
-        Err(IdentifierError::IsrcShape)
-    }
+    if shape_ok && hyphens_ok { Ok(compact) } else { Err(IdentifierError::IsrcShape) }
 }
 
 #[cfg(test)]
@@ -139,10 +111,7 @@ mod tests {
 
     #[test]
     fn iswc_accepts_compact_and_printed_forms() {
-        assert_eq!(
-            normalize_iswc("T-034.524.680-1").as_deref(),
-            Ok("T0345246801")
-        );
+        assert_eq!(normalize_iswc("T-034.524.680-1").as_deref(), Ok("T0345246801"));
         assert_eq!(normalize_iswc("T0345246801").as_deref(), Ok("T0345246801"));
         assert_eq!(normalize_iswc("t0345246801").as_deref(), Ok("T0345246801"));
         assert_eq!(display_iswc("T0345246801"), "T-034.524.680-1");
@@ -150,24 +119,9 @@ mod tests {
 
     #[test]
     fn iswc_rejects_bad_shapes_and_check_digits() {
-        assert_eq!(
-            normalize_iswc("T0345246802"),
-            Err(IdentifierError::IswcCheckDigit)
-        );
-        for bad in [
-            "",
-            "T",
-            "X0345246801",
-            "T034524680",
-            "T03452468011",
-            "T-0345.24.680-1",
-            "T03452468O1",
-        ] {
-            assert_eq!(
-                normalize_iswc(bad),
-                Err(IdentifierError::IswcShape),
-                "{bad}"
-            );
+        assert_eq!(normalize_iswc("T0345246802"), Err(IdentifierError::IswcCheckDigit));
+        for bad in ["", "T", "X0345246801", "T034524680", "T03452468011", "T-0345.24.680-1", "T03452468O1"] {
+            assert_eq!(normalize_iswc(bad), Err(IdentifierError::IswcShape), "{bad}");
         }
     }
 
@@ -185,31 +139,14 @@ mod tests {
 
     #[test]
     fn isrc_accepts_hyphenated_and_compact_forms() {
-        assert_eq!(
-            normalize_isrc("US-S1Z-99-00001").as_deref(),
-            Ok("USS1Z9900001")
-        );
-        assert_eq!(
-            normalize_isrc("uss1z9900001").as_deref(),
-            Ok("USS1Z9900001")
-        );
+        assert_eq!(normalize_isrc("US-S1Z-99-00001").as_deref(), Ok("USS1Z9900001"));
+        assert_eq!(normalize_isrc("uss1z9900001").as_deref(), Ok("USS1Z9900001"));
     }
 
     #[test]
     fn isrc_rejects_bad_shapes() {
-        for bad in [
-            "",
-            "US-S1Z-99-0001",
-            "1SS1Z9900001",
-            "USS1Z99000A1",
-            "USS-1Z-99-00001",
-            "USS1Z99000012",
-        ] {
-            assert_eq!(
-                normalize_isrc(bad),
-                Err(IdentifierError::IsrcShape),
-                "{bad}"
-            );
+        for bad in ["", "US-S1Z-99-0001", "1SS1Z9900001", "USS1Z99000A1", "USS-1Z-99-00001", "USS1Z99000012"] {
+            assert_eq!(normalize_isrc(bad), Err(IdentifierError::IsrcShape), "{bad}");
         }
     }
 

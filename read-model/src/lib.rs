@@ -20,7 +20,6 @@ pub use documents::DocumentKind;
 pub use identifiers::Audience;
 pub use sqlite::SqliteStore;
 pub use store::{
-    AggregateKey, Body, BulkPage, Checkpoint, DocumentReads, IdentifierKind, ModelVersion,
-    ModelVersionInfo, ModelVersions, PartyReferrer, ProjectionWrites, ProvenanceRow, Store,
-    StoreError, StoredAggregate, WriteBatch,
+    AggregateKey, Body, BulkPage, Checkpoint, DocumentReads, IdentifierKind, ModelVersion, ModelVersionInfo,
+    ModelVersions, PartyReferrer, ProjectionWrites, ProvenanceRow, Store, StoreError, StoredAggregate, WriteBatch,
 };

@@ -182,12 +182,7 @@ pub trait DocumentReads: Send + Sync {
     ) -> Result<Vec<String>, StoreError>;
 
     /// Rows `[offset, offset + limit)` of the bulk export of one audience.
-    async fn bulk_page(
-        &self,
-        audience: Audience,
-        offset: u64,
-        limit: u32,
-    ) -> Result<BulkPage, StoreError>;
+    async fn bulk_page(&self, audience: Audience, offset: u64, limit: u32) -> Result<BulkPage, StoreError>;
 
     /// The sandbox fixture catalogue, ordered by id.
     async fn sandbox_fixtures(&self) -> Result<Vec<Body>, StoreError>;
@@ -214,15 +209,10 @@ pub trait ProjectionWrites: Send + Sync {
     ) -> Result<Vec<(String, PartyReferrer)>, StoreError>;
 
     /// The checkpoints stored for one source.
-    async fn checkpoints(
-        &self,
-        version: ModelVersion,
-        source: &str,
-    ) -> Result<Vec<Checkpoint>, StoreError>;
+    async fn checkpoints(&self, version: ModelVersion, source: &str) -> Result<Vec<Checkpoint>, StoreError>;
 
     /// Applies a whole batch atomically: all of it, or none of it.
-    async fn apply_batch(&self, version: ModelVersion, batch: WriteBatch)
-    -> Result<(), StoreError>;
+    async fn apply_batch(&self, version: ModelVersion, batch: WriteBatch) -> Result<(), StoreError>;
 }
 
 /// Model versions: the unit of rebuild and atomic switch-over.

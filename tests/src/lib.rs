@@ -21,20 +21,14 @@ pub fn binary(name: &str) -> PathBuf {
     });
     // Test executables live in target/<profile>/deps; binaries one level up.
     let executable = std::env::current_exe().expect("test executable path");
-    let profile_directory = executable
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>");
+    let profile_directory = executable.parent().and_then(Path::parent).expect("target/<profile>");
     let path = profile_directory.join(name);
     assert!(path.exists(), "{} was not built", path.display());
     path
 }
 
 pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("workspace root")
-        .to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").to_path_buf()
 }
 
 /// The JSON summary `projector run` prints on its last stdout line.
@@ -48,15 +42,9 @@ pub struct RunSummary {
 
 /// Runs `projector run --exit-when-caught-up` to completion.
 pub fn project(events: &Path, data: &Path, batch_size: usize) -> RunSummary {
-    let output = projector_command(events, data, batch_size)
-        .stderr(Stdio::inherit())
-        .output()
-        .expect("projector starts");
-    assert!(
-        output.status.success(),
-        "projector failed: {:?}",
-        output.status
-    );
+    let output =
+        projector_command(events, data, batch_size).stderr(Stdio::inherit()).output().expect("projector starts");
+    assert!(output.status.success(), "projector failed: {:?}", output.status);
     let stdout = String::from_utf8_lossy(&output.stdout);
     let line = stdout.lines().last().expect("a summary line");
     let json: serde_json::Value = serde_json::from_str(line).expect("summary is JSON");
@@ -90,11 +78,9 @@ pub fn projector_command(events: &Path, data: &Path, batch_size: usize) -> Comma
 /// canonical order: equal dumps mean byte-identical documents. Checkpoints
 /// are left out, since they name the source.
 pub fn dump_documents(data: &Path) -> BTreeMap<String, Vec<String>> {
-    let connection = rusqlite::Connection::open_with_flags(
-        data.join("model-v1.sqlite"),
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
-    )
-    .expect("open model");
+    let connection =
+        rusqlite::Connection::open_with_flags(data.join("model-v1.sqlite"), rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .expect("open model");
     let tables: Vec<String> = connection
         .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name <> 'checkpoints' ORDER BY name")
         .expect("prepare")
@@ -104,9 +90,7 @@ pub fn dump_documents(data: &Path) -> BTreeMap<String, Vec<String>> {
         .expect("names");
     let mut dump = BTreeMap::new();
     for table in tables {
-        let mut statement = connection
-            .prepare(&format!("SELECT * FROM {table}"))
-            .expect("select");
+        let mut statement = connection.prepare(&format!("SELECT * FROM {table}")).expect("select");
         let columns = statement.column_count();
         let mut rows: Vec<String> = statement
             .query_map([], |row| {
@@ -132,26 +116,18 @@ pub fn dump_documents(data: &Path) -> BTreeMap<String, Vec<String>> {
 }
 
 /// Asserts two dumps are equal, naming the first difference.
-pub fn assert_same_documents(
-    expected: &BTreeMap<String, Vec<String>>,
-    actual: &BTreeMap<String, Vec<String>>,
-) {
-    assert_eq!(
-        expected.keys().collect::<Vec<_>>(),
-        actual.keys().collect::<Vec<_>>(),
-        "tables differ"
-    );
+pub fn assert_same_documents(expected: &BTreeMap<String, Vec<String>>, actual: &BTreeMap<String, Vec<String>>) {
+    assert_eq!(expected.keys().collect::<Vec<_>>(), actual.keys().collect::<Vec<_>>(), "tables differ");
     for (table, rows) in expected {
         let other = &actual[table];
-        assert_eq!(
-            rows.len(),
-            other.len(),
-            "table {table} has {} rows, expected {}",
-            other.len(),
-            rows.len()
-        );
-        if let Some((left, right)) = rows.iter().zip(other).find(|(left, right)| left != right) {
-            panic!("table {table} differs:\n expected {left}\n   actual {right}");
+        if rows != other {
+            let missing: Vec<&String> = rows.iter().filter(|row| !other.contains(row)).take(3).collect();
+            let extra: Vec<&String> = other.iter().filter(|row| !rows.contains(row)).take(3).collect();
+            panic!(
+                "table {table} differs ({} rows expected, {} found)\n missing: {missing:#?}\n unexpected: {extra:#?}",
+                rows.len(),
+                other.len()
+            );
         }
     }
     let documents: usize = expected.values().map(Vec::len).sum();

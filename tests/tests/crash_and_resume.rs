@@ -11,12 +11,7 @@ use projector::generate::{GenerateOptions, Random, generate};
 fn sigkill_at_random_points_then_restart_gives_the_clean_store() {
     let directory = tempfile::tempdir().expect("tempdir");
     let events = directory.path().join("events");
-    let options = GenerateOptions {
-        works: 4_000,
-        seed: 11,
-        events_per_segment: 2_000,
-        sandbox: false,
-    };
+    let options = GenerateOptions { works: 4_000, seed: 11, events_per_segment: 2_000, sandbox: false };
     let manifest = generate(&options, &events).expect("generate");
 
     let clean = directory.path().join("clean");
@@ -27,9 +22,7 @@ fn sigkill_at_random_points_then_restart_gives_the_clean_store() {
     let mut random = Random::new(2026);
     let mut killed_mid_stream = 0;
     for attempt in 0..8 {
-        let mut child = projector_command(&events, &crashed, 250)
-            .spawn()
-            .expect("projector starts");
+        let mut child = projector_command(&events, &crashed, 250).spawn().expect("projector starts");
         let delay = Duration::from_millis(random.range(150, 700) as u64);
         let started = Instant::now();
         while started.elapsed() < delay && child.try_wait().expect("wait").is_none() {
@@ -42,15 +35,9 @@ fn sigkill_at_random_points_then_restart_gives_the_clean_store() {
         }
         child.wait().expect("reaped");
     }
-    assert!(
-        killed_mid_stream >= 3,
-        "only {killed_mid_stream} kills hit a running projector; the test proved little"
-    );
+    assert!(killed_mid_stream >= 3, "only {killed_mid_stream} kills hit a running projector; the test proved little");
     let final_summary = project(&events, &crashed, 250);
-    assert!(
-        final_summary.events < clean_summary.events,
-        "the restart must resume, not start over"
-    );
+    assert!(final_summary.events < clean_summary.events, "the restart must resume, not start over");
 
     assert_same_documents(&dump_documents(&clean), &dump_documents(&crashed));
     let letters = std::fs::read_dir(crashed.join("dead-letters"))
@@ -59,9 +46,5 @@ fn sigkill_at_random_points_then_restart_gives_the_clean_store() {
         .expect("one file")
         .expect("entry");
     let parked = DeadLetterFile::read_all(&letters.path()).expect("read");
-    assert_eq!(
-        parked.len(),
-        manifest.malformed_events,
-        "each malformed event is parked exactly once"
-    );
+    assert_eq!(parked.len(), manifest.malformed_events, "each malformed event is parked exactly once");
 }

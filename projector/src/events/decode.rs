@@ -2,14 +2,10 @@
 
 use apache_avro::types::Value;
 use read_model::documents::{
-    CreatorRole, DisputeStatus, HolderRole, LicenseKind, LicenseStatus, PartyKind, RightType,
-    WorkType,
+    CreatorRole, DisputeStatus, HolderRole, LicenseKind, LicenseStatus, PartyKind, RightType, WorkType,
 };
 
-use super::{
-    Change, Creator, Envelope, Event, LicenseGrant, PartyProfile, RightRecord, WorkAmendment,
-    WorkRecord,
-};
+use super::{Change, Creator, Envelope, Event, LicenseGrant, PartyProfile, RightRecord, WorkAmendment, WorkRecord};
 use crate::avro_value::{Fields, ShapeError};
 use crate::contract::{Contract, Topic};
 
@@ -22,18 +18,11 @@ pub fn decode_event(contract: &Contract, topic: Topic, value: &Value) -> Result<
     };
     let branches = contract.payload_branches(topic);
     let branch_name = branches.get(*branch as usize).ok_or_else(|| {
-        ShapeError(format!(
-            "event.payload: union branch {branch} is not in the {} contract",
-            topic.name()
-        ))
+        ShapeError(format!("event.payload: union branch {branch} is not in the {} contract", topic.name()))
     })?;
     let payload = Fields::of("payload", payload)?;
     let change = decode_change(branch_name, payload)?;
-    Ok(Event {
-        topic,
-        envelope,
-        change,
-    })
+    Ok(Event { topic, envelope, change })
 }
 
 fn decode_envelope(fields: Fields<'_>) -> Result<Envelope, ShapeError> {
@@ -53,12 +42,8 @@ fn decode_change(branch: &str, fields: Fields<'_>) -> Result<Change, ShapeError>
     Ok(match branch {
         "WorkRegistered" => Change::WorkRegistered(decode_work_record(fields)?),
         "WorkAmended" => Change::WorkAmended(decode_work_amendment(fields)?),
-        "WorkPublished" => Change::WorkPublished {
-            published_at: fields.timestamp("publishedAt")?,
-        },
-        "WorkWithdrawn" => Change::WorkWithdrawn {
-            reason: fields.string("reason")?,
-        },
+        "WorkPublished" => Change::WorkPublished { published_at: fields.timestamp("publishedAt")? },
+        "WorkWithdrawn" => Change::WorkWithdrawn { reason: fields.string("reason")? },
         "RightsChainRecorded" => Change::RightsChainRecorded {
             rights: fields
                 .array("rights")?
@@ -67,9 +52,9 @@ fn decode_change(branch: &str, fields: Fields<'_>) -> Result<Change, ShapeError>
                 .collect::<Result<_, _>>()?,
             open_for_licensing: fields.boolean("openForLicensing")?,
         },
-        "LicensingAvailabilityChanged" => Change::LicensingAvailabilityChanged {
-            open_for_licensing: fields.boolean("openForLicensing")?,
-        },
+        "LicensingAvailabilityChanged" => {
+            Change::LicensingAvailabilityChanged { open_for_licensing: fields.boolean("openForLicensing")? }
+        }
         "LicenseGranted" => Change::LicenseGranted(LicenseGrant {
             kind: license_kind(fields.symbol("kind")?)?,
             licensee_party_id: fields.string("licenseePartyId")?,
@@ -85,9 +70,7 @@ fn decode_change(branch: &str, fields: Fields<'_>) -> Result<Change, ShapeError>
             effective_from: fields.date("effectiveFrom")?,
             reason: fields.optional_string("reason")?,
         },
-        "LicenseRenewed" => Change::LicenseRenewed {
-            valid_until: fields.optional_date("validUntil")?,
-        },
+        "LicenseRenewed" => Change::LicenseRenewed { valid_until: fields.optional_date("validUntil")? },
         "DisputeOpened" => Change::DisputeOpened {
             dispute_id: fields.string("disputeId")?,
             grounds: fields.symbol("grounds")?.to_ascii_lowercase(),
@@ -134,9 +117,7 @@ fn decode_change(branch: &str, fields: Fields<'_>) -> Result<Change, ShapeError>
                 isni: profile.optional_string("isni")?,
             })
         }
-        "PartyRenamed" => Change::PartyRenamed {
-            name: fields.string("name")?,
-        },
+        "PartyRenamed" => Change::PartyRenamed { name: fields.string("name")? },
         "PartyIdentifiersChanged" => Change::PartyIdentifiersChanged {
             ipi: fields.optional_string("ipi")?,
             isni: fields.optional_string("isni")?,
@@ -172,15 +153,9 @@ fn decode_work_amendment(fields: Fields<'_>) -> Result<WorkAmendment, ShapeError
         alternative_titles: fields.optional_string_array("alternativeTitles")?,
         iswc: fields.optional_string("iswc")?,
         isrcs: fields.optional_string_array("isrcs")?,
-        creators: fields
-            .optional_array("creators")?
-            .map(decode_creators)
-            .transpose()?,
+        creators: fields.optional_array("creators")?.map(decode_creators).transpose()?,
         language: fields.optional_string("language")?,
-        work_type: fields
-            .optional_symbol("workType")?
-            .map(work_type)
-            .transpose()?,
+        work_type: fields.optional_symbol("workType")?.map(work_type).transpose()?,
         created_on: fields.optional_date("createdOn")?,
         description: fields.optional_string("description")?,
         subjects: fields.optional_string_array("subjects")?,
@@ -195,10 +170,7 @@ fn decode_creators(items: &[Value]) -> Result<Vec<Creator>, ShapeError> {
         .iter()
         .map(|item| {
             let creator = Fields::of("creator", item)?;
-            Ok(Creator {
-                party_id: creator.string("partyId")?,
-                role: creator_role(creator.symbol("role")?)?,
-            })
+            Ok(Creator { party_id: creator.string("partyId")?, role: creator_role(creator.symbol("role")?)? })
         })
         .collect()
 }

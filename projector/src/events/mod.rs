@@ -10,8 +10,7 @@ pub mod validate;
 
 use read_model::calendar::{Date, Timestamp};
 use read_model::documents::{
-    CreatorRole, DisputeStatus, HolderRole, LicenseKind, LicenseStatus, PartyKind, RightType,
-    WorkType,
+    CreatorRole, DisputeStatus, HolderRole, LicenseKind, LicenseStatus, PartyKind, RightType, WorkType,
 };
 use serde::{Deserialize, Serialize};
 
@@ -213,26 +212,18 @@ impl Change {
     /// The names of the public fields this change sets, for provenance.
     pub fn changed_fields(&self) -> Vec<String> {
         let names: &[&str] = match self {
-            Change::WorkRegistered(_) => &[
-                "title",
-                "iswc",
-                "isrcs",
-                "creators",
-                "workType",
-                "fileSha256",
-                "earliestRecordedAt",
-            ],
+            Change::WorkRegistered(_) => {
+                &["title", "iswc", "isrcs", "creators", "workType", "fileSha256", "earliestRecordedAt"]
+            }
             Change::WorkAmended(amendment) => return amendment.changed_fields(),
             Change::WorkPublished { .. } => &["status", "publishedAt"],
             Change::WorkWithdrawn { .. } => &["status"],
             Change::RightsChainRecorded { .. } => &["rights", "openForLicensing"],
             Change::LicensingAvailabilityChanged { .. } => &["openForLicensing"],
-            Change::DisputeOpened { .. }
-            | Change::DisputeUpdated { .. }
-            | Change::DisputeResolved { .. } => &["disputeStatus"],
-            Change::CertificateIssued { .. } | Change::CertificateRevoked { .. } => {
-                &["certificate"]
+            Change::DisputeOpened { .. } | Change::DisputeUpdated { .. } | Change::DisputeResolved { .. } => {
+                &["disputeStatus"]
             }
+            Change::CertificateIssued { .. } | Change::CertificateRevoked { .. } => &["certificate"],
             Change::LicenseGranted(_)
             | Change::LicenseStatusChanged { .. }
             | Change::LicenseRenewed { .. }
@@ -262,10 +253,6 @@ impl WorkAmendment {
             ("relatedWorkIds", self.related_work_ids.is_some()),
             ("fileFormat", self.file_format.is_some()),
         ];
-        candidates
-            .into_iter()
-            .filter(|(_, set)| *set)
-            .map(|(name, _)| name.to_owned())
-            .collect()
+        candidates.into_iter().filter(|(_, set)| *set).map(|(name, _)| name.to_owned()).collect()
     }
 }

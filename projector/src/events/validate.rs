@@ -16,10 +16,7 @@ pub fn validate(mut event: Event) -> Result<Event, String> {
     let envelope = &event.envelope;
     let expected_type = event.change.type_name();
     if envelope.event_type != expected_type {
-        return Err(format!(
-            "envelope.eventType is {:?} but the payload is {expected_type}",
-            envelope.event_type
-        ));
+        return Err(format!("envelope.eventType is {:?} but the payload is {expected_type}", envelope.event_type));
     }
     if envelope.event_id.trim().is_empty() {
         return Err("envelope.eventId is empty".into());
@@ -35,9 +32,7 @@ pub fn validate(mut event: Event) -> Result<Event, String> {
         if Audience::of(id) == audience {
             Ok(())
         } else {
-            Err(format!(
-                "{field} {id:?} mixes sandbox and production records"
-            ))
+            Err(format!("{field} {id:?} mixes sandbox and production records"))
         }
     };
     match &mut event.change {
@@ -72,18 +67,13 @@ pub fn validate(mut event: Event) -> Result<Event, String> {
                         right.right_id, right.share_basis_points
                     ));
                 }
-                if right
-                    .valid_until
-                    .is_some_and(|until| until < right.valid_from)
-                {
+                if right.valid_until.is_some_and(|until| until < right.valid_from) {
                     return Err(format!("right {} ends before it starts", right.right_id));
                 }
                 *totals.entry(right.right_type).or_insert(0_u32) += right.share_basis_points;
             }
             if let Some((right_type, total)) = totals.iter().find(|(_, total)| **total > 10_000) {
-                return Err(format!(
-                    "shares of {right_type:?} add up to {total} basis points, more than 100%"
-                ));
+                return Err(format!("shares of {right_type:?} add up to {total} basis points, more than 100%"));
             }
         }
         Change::LicenseGranted(grant) => {
@@ -91,15 +81,10 @@ pub fn validate(mut event: Event) -> Result<Event, String> {
             for work in &grant.covered_work_ids {
                 same_audience("coveredWorkIds", work)?;
             }
-            if grant
-                .valid_until
-                .is_some_and(|until| until < grant.valid_from)
-            {
+            if grant.valid_until.is_some_and(|until| until < grant.valid_from) {
                 return Err("the license ends before it starts".into());
             }
-            if grant.kind == read_model::documents::LicenseKind::Individual
-                && grant.covered_work_ids.is_empty()
-            {
+            if grant.kind == read_model::documents::LicenseKind::Individual && grant.covered_work_ids.is_empty() {
                 return Err("an Individual license must cover at least one work".into());
             }
         }
@@ -121,24 +106,18 @@ fn normalize_work_record(record: &mut WorkRecord) -> Result<(), String> {
     }
     check_sha256("fileSha256", &record.file_sha256)?;
     if let Some(iswc) = &record.iswc {
-        record.iswc =
-            Some(normalize_iswc(iswc).map_err(|error| format!("iswc {iswc:?}: {error}"))?);
+        record.iswc = Some(normalize_iswc(iswc).map_err(|error| format!("iswc {iswc:?}: {error}"))?);
     }
     record.isrcs = normalize_isrcs(&record.isrcs)?;
     Ok(())
 }
 
 fn normalize_amendment(amendment: &mut WorkAmendment) -> Result<(), String> {
-    if amendment
-        .title
-        .as_deref()
-        .is_some_and(|title| title.trim().is_empty())
-    {
+    if amendment.title.as_deref().is_some_and(|title| title.trim().is_empty()) {
         return Err("title is empty".into());
     }
     if let Some(iswc) = &amendment.iswc {
-        amendment.iswc =
-            Some(normalize_iswc(iswc).map_err(|error| format!("iswc {iswc:?}: {error}"))?);
+        amendment.iswc = Some(normalize_iswc(iswc).map_err(|error| format!("iswc {iswc:?}: {error}"))?);
     }
     if let Some(isrcs) = &amendment.isrcs {
         amendment.isrcs = Some(normalize_isrcs(isrcs)?);
@@ -156,15 +135,9 @@ fn normalize_isrcs(isrcs: &[String]) -> Result<Vec<String>, String> {
 }
 
 fn check_sha256(field: &str, value: &str) -> Result<(), String> {
-    if value.len() == 64
-        && value
-            .bytes()
-            .all(|byte| byte.is_ascii_digit() || (b'a'..=b'f').contains(&byte))
-    {
+    if value.len() == 64 && value.bytes().all(|byte| byte.is_ascii_digit() || (b'a'..=b'f').contains(&byte)) {
         Ok(())
     } else {
-        Err(format!(
-            "{field} must be 64 lowercase hexadecimal characters"
-        ))
+        Err(format!("{field} must be 64 lowercase hexadecimal characters"))
     }
 }

@@ -11,53 +11,16 @@ use super::world::{Draft, Malformation, Payload, PersonalData};
 use crate::contract::Topic;
 use crate::events::{Creator, RightRecord, WorkAmendment, WorkRecord};
 
-const CREATOR_ROLES: &[&str] = &[
-    "AUTHOR",
-    "COMPOSER",
-    "LYRICIST",
-    "ARRANGER",
-    "TRANSLATOR",
-    "PERFORMER",
-    "PRODUCER",
-    "OTHER",
-];
-const WORK_TYPES: &[&str] = &[
-    "MUSICAL_WORK",
-    "SOUND_RECORDING",
-    "LITERARY_WORK",
-    "AUDIOVISUAL_WORK",
-    "VISUAL_WORK",
-    "SOFTWARE",
-    "OTHER",
-];
+const CREATOR_ROLES: &[&str] =
+    &["AUTHOR", "COMPOSER", "LYRICIST", "ARRANGER", "TRANSLATOR", "PERFORMER", "PRODUCER", "OTHER"];
+const WORK_TYPES: &[&str] =
+    &["MUSICAL_WORK", "SOUND_RECORDING", "LITERARY_WORK", "AUDIOVISUAL_WORK", "VISUAL_WORK", "SOFTWARE", "OTHER"];
 const RIGHT_TYPES: &[&str] = &["AUTHORS_RIGHT", "RELATED_RIGHT"];
-const HOLDER_ROLES: &[&str] = &[
-    "AUTHOR",
-    "COMPOSER",
-    "LYRICIST",
-    "PUBLISHER",
-    "PERFORMER",
-    "PRODUCER",
-    "BROADCASTER",
-    "SUCCESSOR",
-    "OTHER",
-];
+const HOLDER_ROLES: &[&str] =
+    &["AUTHOR", "COMPOSER", "LYRICIST", "PUBLISHER", "PERFORMER", "PRODUCER", "BROADCASTER", "SUCCESSOR", "OTHER"];
 const LICENSE_KINDS: &[&str] = &["Blanket", "Individual"];
-const LICENSE_STATUSES: &[&str] = &[
-    "PENDING",
-    "ACTIVE",
-    "SUSPENDED",
-    "EXPIRED",
-    "TERMINATED",
-    "REVOKED",
-];
-const DISPUTE_GROUNDS: &[&str] = &[
-    "OWNERSHIP",
-    "SHARE_SPLIT",
-    "ATTRIBUTION",
-    "PLAGIARISM",
-    "OTHER",
-];
+const LICENSE_STATUSES: &[&str] = &["PENDING", "ACTIVE", "SUSPENDED", "EXPIRED", "TERMINATED", "REVOKED"];
+const DISPUTE_GROUNDS: &[&str] = &["OWNERSHIP", "SHARE_SPLIT", "ATTRIBUTION", "PLAGIARISM", "OTHER"];
 const DISPUTE_PROGRESS: &[&str] = &["OPEN", "UNDER_REVIEW", "IN_MEDIATION"];
 const DISPUTE_OUTCOMES: &[&str] = &["UPHELD", "REJECTED", "SETTLED", "WITHDRAWN"];
 const PARTY_KINDS: &[&str] = &["PERSON", "ORGANISATION"];
@@ -93,20 +56,12 @@ fn strings(items: &[String]) -> Value {
 }
 
 fn record(fields: Vec<(&str, Value)>) -> Value {
-    Value::Record(
-        fields
-            .into_iter()
-            .map(|(name, value)| (name.to_owned(), value))
-            .collect(),
-    )
+    Value::Record(fields.into_iter().map(|(name, value)| (name.to_owned(), value)).collect())
 }
 
 /// An enum value from its symbol; the symbol lists mirror the `.avsc` files.
 fn symbol(symbols: &[&str], name: &str) -> Value {
-    let index = symbols
-        .iter()
-        .position(|candidate| *candidate == name)
-        .unwrap_or(symbols.len() - 1);
+    let index = symbols.iter().position(|candidate| *candidate == name).unwrap_or(symbols.len() - 1);
     Value::Enum(index as u32, symbols[index].to_owned())
 }
 
@@ -116,11 +71,7 @@ fn symbol_of(symbols: &[&str], value: &impl Serialize) -> Value {
         .ok()
         .and_then(|json| json.as_str().map(str::to_ascii_uppercase))
         .unwrap_or_default();
-    let exact = symbols
-        .iter()
-        .find(|candidate| candidate.eq_ignore_ascii_case(&name))
-        .copied()
-        .unwrap_or("");
+    let exact = symbols.iter().find(|candidate| candidate.eq_ignore_ascii_case(&name)).copied().unwrap_or("");
     symbol(symbols, exact)
 }
 
@@ -129,10 +80,7 @@ fn creators(items: &[Creator]) -> Value {
         items
             .iter()
             .map(|creator| {
-                record(vec![
-                    ("partyId", string(&creator.party_id)),
-                    ("role", symbol_of(CREATOR_ROLES, &creator.role)),
-                ])
+                record(vec![("partyId", string(&creator.party_id)), ("role", symbol_of(CREATOR_ROLES, &creator.role))])
             })
             .collect(),
     )
@@ -150,10 +98,7 @@ fn work_registered(work: &WorkRecord) -> Value {
         ("createdOn", optional(work.created_on.map(date))),
         ("description", optional_string(work.description.as_deref())),
         ("subjects", strings(&work.subjects)),
-        (
-            "publisherPartyId",
-            optional_string(work.publisher_party_id.as_deref()),
-        ),
+        ("publisherPartyId", optional_string(work.publisher_party_id.as_deref())),
         ("relatedWorkIds", strings(&work.related_work_ids)),
         ("fileSha256", string(&work.file_sha256)),
         ("fileFormat", optional_string(work.file_format.as_deref())),
@@ -164,47 +109,18 @@ fn work_registered(work: &WorkRecord) -> Value {
 fn work_amended(amendment: &WorkAmendment) -> Value {
     record(vec![
         ("title", optional_string(amendment.title.as_deref())),
-        (
-            "alternativeTitles",
-            optional(amendment.alternative_titles.as_deref().map(strings)),
-        ),
+        ("alternativeTitles", optional(amendment.alternative_titles.as_deref().map(strings))),
         ("iswc", optional_string(amendment.iswc.as_deref())),
         ("isrcs", optional(amendment.isrcs.as_deref().map(strings))),
-        (
-            "creators",
-            optional(amendment.creators.as_deref().map(creators)),
-        ),
+        ("creators", optional(amendment.creators.as_deref().map(creators))),
         ("language", optional_string(amendment.language.as_deref())),
-        (
-            "workType",
-            optional(
-                amendment
-                    .work_type
-                    .as_ref()
-                    .map(|kind| symbol_of(WORK_TYPES, kind)),
-            ),
-        ),
+        ("workType", optional(amendment.work_type.as_ref().map(|kind| symbol_of(WORK_TYPES, kind)))),
         ("createdOn", optional(amendment.created_on.map(date))),
-        (
-            "description",
-            optional_string(amendment.description.as_deref()),
-        ),
-        (
-            "subjects",
-            optional(amendment.subjects.as_deref().map(strings)),
-        ),
-        (
-            "publisherPartyId",
-            optional_string(amendment.publisher_party_id.as_deref()),
-        ),
-        (
-            "relatedWorkIds",
-            optional(amendment.related_work_ids.as_deref().map(strings)),
-        ),
-        (
-            "fileFormat",
-            optional_string(amendment.file_format.as_deref()),
-        ),
+        ("description", optional_string(amendment.description.as_deref())),
+        ("subjects", optional(amendment.subjects.as_deref().map(strings))),
+        ("publisherPartyId", optional_string(amendment.publisher_party_id.as_deref())),
+        ("relatedWorkIds", optional(amendment.related_work_ids.as_deref().map(strings))),
+        ("fileFormat", optional_string(amendment.file_format.as_deref())),
     ])
 }
 
@@ -214,14 +130,8 @@ fn right(right: &RightRecord) -> Value {
         ("rightType", symbol_of(RIGHT_TYPES, &right.right_type)),
         ("holderPartyId", string(&right.holder_party_id)),
         ("role", symbol_of(HOLDER_ROLES, &right.role)),
-        (
-            "shareBasisPoints",
-            Value::Int(right.share_basis_points as i32),
-        ),
-        (
-            "acquiredFromPartyId",
-            optional_string(right.acquired_from_party_id.as_deref()),
-        ),
+        ("shareBasisPoints", Value::Int(right.share_basis_points as i32)),
+        ("acquiredFromPartyId", optional_string(right.acquired_from_party_id.as_deref())),
         ("territory", string(&right.territory)),
         ("validFrom", date(right.valid_from)),
         ("validUntil", optional(right.valid_until.map(date))),
@@ -233,10 +143,7 @@ fn personal_data(personal: &PersonalData) -> Value {
     record(vec![
         ("email", optional_string(Some(&personal.email))),
         ("phone", optional_string(Some(&personal.phone))),
-        (
-            "postalAddress",
-            optional_string(Some(&personal.postal_address)),
-        ),
+        ("postalAddress", optional_string(Some(&personal.postal_address))),
         ("birthDate", optional(personal.birth_date.map(date))),
         ("nationalId", optional_string(Some(&personal.national_id))),
     ])
@@ -257,9 +164,7 @@ fn payload(payload: &Payload) -> (u32, Value) {
                 ("openForLicensing", Value::Boolean(*open)),
             ]),
         ),
-        Payload::Availability(open) => {
-            (1, record(vec![("openForLicensing", Value::Boolean(*open))]))
-        }
+        Payload::Availability(open) => (1, record(vec![("openForLicensing", Value::Boolean(*open))])),
         Payload::LicenseGranted(grant) => (
             0,
             record(vec![
@@ -281,45 +186,22 @@ fn payload(payload: &Payload) -> (u32, Value) {
                 ("reason", optional_string(reason.as_deref())),
             ]),
         ),
-        Payload::LicenseRenewed(until) => {
-            (2, record(vec![("validUntil", optional(until.map(date)))]))
+        Payload::LicenseRenewed(until) => (2, record(vec![("validUntil", optional(until.map(date)))])),
+        Payload::DisputeOpened(id, grounds) => {
+            (0, record(vec![("disputeId", string(id)), ("grounds", symbol(DISPUTE_GROUNDS, grounds))]))
         }
-        Payload::DisputeOpened(id, grounds) => (
-            0,
-            record(vec![
-                ("disputeId", string(id)),
-                ("grounds", symbol(DISPUTE_GROUNDS, grounds)),
-            ]),
-        ),
-        Payload::DisputeUpdated(id, progress) => (
-            1,
-            record(vec![
-                ("disputeId", string(id)),
-                ("progress", symbol(DISPUTE_PROGRESS, progress)),
-            ]),
-        ),
-        Payload::DisputeResolved(id, outcome) => (
-            2,
-            record(vec![
-                ("disputeId", string(id)),
-                ("outcome", symbol(DISPUTE_OUTCOMES, outcome)),
-            ]),
-        ),
-        Payload::CertificateIssued(id, sha256, at) => (
-            0,
-            record(vec![
-                ("certificateId", string(id)),
-                ("sha256", string(sha256)),
-                ("issuedAt", timestamp(*at)),
-            ]),
-        ),
-        Payload::CertificateRevoked(id, reason) => (
-            1,
-            record(vec![
-                ("certificateId", string(id)),
-                ("reason", string(reason)),
-            ]),
-        ),
+        Payload::DisputeUpdated(id, progress) => {
+            (1, record(vec![("disputeId", string(id)), ("progress", symbol(DISPUTE_PROGRESS, progress))]))
+        }
+        Payload::DisputeResolved(id, outcome) => {
+            (2, record(vec![("disputeId", string(id)), ("outcome", symbol(DISPUTE_OUTCOMES, outcome))]))
+        }
+        Payload::CertificateIssued(id, sha256, at) => {
+            (0, record(vec![("certificateId", string(id)), ("sha256", string(sha256)), ("issuedAt", timestamp(*at))]))
+        }
+        Payload::CertificateRevoked(id, reason) => {
+            (1, record(vec![("certificateId", string(id)), ("reason", string(reason))]))
+        }
         Payload::PartyRegistered(profile, personal) => (
             0,
             record(vec![
@@ -336,16 +218,10 @@ fn payload(payload: &Payload) -> (u32, Value) {
             ]),
         ),
         Payload::PartyRenamed(name) => (1, record(vec![("name", string(name))])),
-        Payload::PartyIdentifiers(ipi, isni) => (
-            2,
-            record(vec![
-                ("ipi", optional_string(ipi.as_deref())),
-                ("isni", optional_string(isni.as_deref())),
-            ]),
-        ),
-        Payload::PartyPersonalData(personal) => {
-            (3, record(vec![("personalData", personal_data(personal))]))
+        Payload::PartyIdentifiers(ipi, isni) => {
+            (2, record(vec![("ipi", optional_string(ipi.as_deref())), ("isni", optional_string(isni.as_deref()))]))
         }
+        Payload::PartyPersonalData(personal) => (3, record(vec![("personalData", personal_data(personal))])),
     }
 }
 
@@ -370,14 +246,7 @@ pub fn event_value(draft: &Draft, version: u64, event_id: &str) -> Value {
                 ("aggregateVersion", Value::Long(version)),
                 ("occurredAt", timestamp(Timestamp(draft.at.0 - 60_000))),
                 ("recordedAt", timestamp(draft.at)),
-                (
-                    "sourceSystem",
-                    string(if draft.topic == Topic::Parties {
-                        "party-registry"
-                    } else {
-                        "registry-web"
-                    }),
-                ),
+                ("sourceSystem", string(if draft.topic == Topic::Parties { "party-registry" } else { "registry-web" })),
             ]),
         ),
         ("payload", Value::Union(branch, Box::new(body))),

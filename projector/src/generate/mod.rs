@@ -56,10 +56,7 @@ pub fn generate(options: &GenerateOptions, out: &Path) -> anyhow::Result<Manifes
     let (drafts, works) = if options.sandbox {
         (sandbox::sandbox_world(), sandbox::SANDBOX_WORKS)
     } else {
-        (
-            world::production_world(options.works, &mut random),
-            options.works,
-        )
+        (world::production_world(options.works, &mut random), options.works)
     };
     write_drafts(drafts, works, options, out)
 }
@@ -79,38 +76,23 @@ pub fn write_drafts(
         works,
         events: events.len(),
         events_by_topic: BTreeMap::new(),
-        malformed_events: events
-            .iter()
-            .filter(|event| event.draft.must_be_parked)
-            .count(),
+        malformed_events: events.iter().filter(|event| event.draft.must_be_parked).count(),
         files: 0,
     };
     for event in &events {
-        *manifest
-            .events_by_topic
-            .entry(event.draft.topic.name().to_owned())
-            .or_default() += 1;
+        *manifest.events_by_topic.entry(event.draft.topic.name().to_owned()).or_default() += 1;
     }
     let contract = crate::contract::Contract::load()?;
     let future_works = future_works_schema().context("failed to build the newer works schema")?;
     let mut marker_random = Random::new(options.seed ^ 0x6d61_726b);
     for (segment, chunk) in events.chunks(options.events_per_segment.max(1)).enumerate() {
         for topic in Topic::ALL {
-            let in_topic: Vec<&NumberedEvent> = chunk
-                .iter()
-                .filter(|event| event.draft.topic == topic)
-                .collect();
+            let in_topic: Vec<&NumberedEvent> = chunk.iter().filter(|event| event.draft.topic == topic).collect();
             if in_topic.is_empty() {
                 continue;
             }
-            let newer = in_topic
-                .iter()
-                .any(|event| matches!(event.draft.payload, Payload::WorkArchived));
-            let schema = if newer {
-                &future_works
-            } else {
-                contract.reader_schema(topic)
-            };
+            let newer = in_topic.iter().any(|event| matches!(event.draft.payload, Payload::WorkArchived));
+            let schema = if newer { &future_works } else { contract.reader_schema(topic) };
             let name = format!("{:06}-{}.avro", segment + 1, topic.name());
             let marker: [u8; 16] = std::array::from_fn(|_| marker_random.next_u64() as u8);
             write_file(&out.join(&name), schema, marker, &in_topic)
@@ -119,8 +101,7 @@ pub fn write_drafts(
         }
     }
     let manifest_text = serde_json::to_string_pretty(&manifest)?;
-    std::fs::write(out.join("manifest.json"), manifest_text + "\n")
-        .context("failed to write manifest.json")?;
+    std::fs::write(out.join("manifest.json"), manifest_text + "\n").context("failed to write manifest.json")?;
     Ok(manifest)
 }
 
@@ -135,40 +116,23 @@ struct NumberedEvent {
 fn order_and_number(drafts: Vec<Draft>, random: &mut Random) -> Vec<NumberedEvent> {
     let mut by_aggregate: HashMap<(Topic, String), Vec<(usize, Draft)>> = HashMap::new();
     for (index, draft) in drafts.into_iter().enumerate() {
-        by_aggregate
-            .entry((draft.topic, draft.aggregate_id.clone()))
-            .or_default()
-            .push((index, draft));
+        by_aggregate.entry((draft.topic, draft.aggregate_id.clone())).or_default().push((index, draft));
     }
     let mut numbered = Vec::new();
     for (_, mut aggregate) in by_aggregate {
         aggregate.sort_by_key(|(index, draft)| (draft.at, *index));
         for (version, (index, draft)) in aggregate.into_iter().enumerate() {
-            numbered.push((
-                index,
-                NumberedEvent {
-                    draft,
-                    version: version as u64 + 1,
-                    event_id: String::new(),
-                },
-            ));
+            numbered.push((index, NumberedEvent { draft, version: version as u64 + 1, event_id: String::new() }));
         }
     }
     numbered.sort_by(|(left_index, left), (right_index, right)| {
-        (
-            left.draft.at,
-            left.draft.topic,
-            &left.draft.aggregate_id,
-            left.version,
-            left_index,
-        )
-            .cmp(&(
-                right.draft.at,
-                right.draft.topic,
-                &right.draft.aggregate_id,
-                right.version,
-                right_index,
-            ))
+        (left.draft.at, left.draft.topic, &left.draft.aggregate_id, left.version, left_index).cmp(&(
+            right.draft.at,
+            right.draft.topic,
+            &right.draft.aggregate_id,
+            right.version,
+            right_index,
+        ))
     });
     numbered
         .into_iter()
@@ -179,34 +143,17 @@ fn order_and_number(drafts: Vec<Draft>, random: &mut Random) -> Vec<NumberedEven
         .collect()
 }
 
-fn write_file(
-    path: &Path,
-    schema: &Schema,
-    marker: [u8; 16],
-    events: &[&NumberedEvent],
-) -> anyhow::Result<()> {
+fn write_file(path: &Path, schema: &Schema, marker: [u8; 16], events: &[&NumberedEvent]) -> anyhow::Result<()> {
     // Written beside the target and renamed, so a reader never sees half a file.
     let partial = path.with_extension("avro.partial");
     {
         let file = BufWriter::new(File::create(&partial)?);
-        let mut writer = Writer::builder()
-            .schema(schema)
-            .writer(file)
-            .marker(marker)
-            .build();
+        let mut writer = Writer::builder().schema(schema).writer(file).marker(marker).build();
         for event in events {
-            writer.append(avro::event_value(
-                &event.draft,
-                event.version,
-                &event.event_id,
-            ))?;
+            writer.append(avro::event_value(&event.draft, event.version, &event.event_id))?;
         }
         writer.flush()?;
-        writer
-            .into_inner()?
-            .into_inner()
-            .map_err(|error| error.into_error())?
-            .sync_all()?;
+        writer.into_inner()?.into_inner().map_err(|error| error.into_error())?.sync_all()?;
     }
     std::fs::rename(&partial, path)?;
     Ok(())
@@ -216,9 +163,7 @@ fn write_file(
 /// type, `WorkArchived`, that this projector does not know.
 pub fn future_works_schema() -> anyhow::Result<Schema> {
     let mut json: serde_json::Value = serde_json::from_str(Topic::Works.schema_text())?;
-    let branches = json["fields"][1]["type"]
-        .as_array_mut()
-        .context("payload union")?;
+    let branches = json["fields"][1]["type"].as_array_mut().context("payload union")?;
     branches.push(serde_json::json!({
         "type": "record",
         "name": "WorkArchived",

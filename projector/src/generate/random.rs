@@ -9,9 +9,7 @@ pub struct Random {
 
 impl Random {
     pub fn new(seed: u64) -> Random {
-        Random {
-            state: seed ^ 0x9e37_79b9_7f4a_7c15,
-        }
+        Random { state: seed ^ 0x9e37_79b9_7f4a_7c15 }
     }
 
     /// An independent generator for one purpose, so that changing how one part
@@ -51,35 +49,22 @@ impl Random {
     }
 
     pub fn hex(&mut self, length: usize) -> String {
-        (0..length)
-            .map(|_| char::from(b"0123456789abcdef"[(self.next_u64() % 16) as usize]))
-            .collect()
+        (0..length).map(|_| char::from(b"0123456789abcdef"[(self.next_u64() % 16) as usize])).collect()
     }
 
     pub fn digits(&mut self, length: usize) -> String {
-        (0..length)
-            .map(|_| char::from(b'0' + (self.next_u64() % 10) as u8))
-            .collect()
+        (0..length).map(|_| char::from(b'0' + (self.next_u64() % 10) as u8)).collect()
     }
 
     pub fn alphanumeric(&mut self, length: usize) -> String {
         const ALPHABET: &[u8] = b"ABCDEFGHJKLMNPQRSTUVWXYZ0123456789";
-        (0..length)
-            .map(|_| char::from(ALPHABET[(self.next_u64() % ALPHABET.len() as u64) as usize]))
-            .collect()
+        (0..length).map(|_| char::from(ALPHABET[(self.next_u64() % ALPHABET.len() as u64) as usize])).collect()
     }
 
     /// A UUID-shaped id.
     pub fn uuid(&mut self) -> String {
         let hex = self.hex(32);
-        format!(
-            "{}-{}-4{}-a{}-{}",
-            &hex[0..8],
-            &hex[8..12],
-            &hex[13..16],
-            &hex[17..20],
-            &hex[20..32]
-        )
+        format!("{}-{}-4{}-a{}-{}", &hex[0..8], &hex[8..12], &hex[13..16], &hex[17..20], &hex[20..32])
     }
 }
 
@@ -89,15 +74,9 @@ mod tests {
 
     #[test]
     fn the_same_seed_gives_the_same_sequence() {
-        let first: Vec<u64> = (0..5)
-            .scan(Random::new(7), |random, _| Some(random.next_u64()))
-            .collect();
-        let second: Vec<u64> = (0..5)
-            .scan(Random::new(7), |random, _| Some(random.next_u64()))
-            .collect();
-        let other: Vec<u64> = (0..5)
-            .scan(Random::new(8), |random, _| Some(random.next_u64()))
-            .collect();
+        let first: Vec<u64> = (0..5).scan(Random::new(7), |random, _| Some(random.next_u64())).collect();
+        let second: Vec<u64> = (0..5).scan(Random::new(7), |random, _| Some(random.next_u64())).collect();
+        let other: Vec<u64> = (0..5).scan(Random::new(8), |random, _| Some(random.next_u64())).collect();
         assert_eq!(first, second);
         assert_ne!(first, other);
     }

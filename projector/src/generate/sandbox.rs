@@ -5,9 +5,7 @@
 //! data; the fixture catalogue is derived from the projected records.
 
 use read_model::calendar::{Date, Timestamp};
-use read_model::documents::{
-    CreatorRole, HolderRole, LicenseKind, LicenseStatus, PartyKind, RightType, WorkType,
-};
+use read_model::documents::{CreatorRole, HolderRole, LicenseKind, LicenseStatus, PartyKind, RightType, WorkType};
 
 use super::world::{DAY, Draft, Payload, PersonalData, iswc_for};
 use crate::contract::Topic;
@@ -27,18 +25,8 @@ fn party(id: &str, name: &str, kind: PartyKind, at: i64) -> Draft {
         birth_date: Date::from_ymd(1950, 5, 17),
         national_id: format!("NID-{id}"),
     };
-    let profile = PartyProfile {
-        name: name.to_owned(),
-        kind,
-        ipi: Some("00052210040".to_owned()),
-        isni: None,
-    };
-    Draft::new(
-        Topic::Parties,
-        id,
-        at,
-        Payload::PartyRegistered(profile, personal),
-    )
+    let profile = PartyProfile { name: name.to_owned(), kind, ipi: Some("00052210040".to_owned()), isni: None };
+    Draft::new(Topic::Parties, id, at, Payload::PartyRegistered(profile, personal))
 }
 
 fn work(number: usize, title: &str, at: i64) -> (String, WorkRecord) {
@@ -48,10 +36,7 @@ fn work(number: usize, title: &str, at: i64) -> (String, WorkRecord) {
         alternative_titles: Vec::new(),
         iswc: None,
         isrcs: Vec::new(),
-        creators: vec![Creator {
-            party_id: "SANDBOX-PTY-0001".to_owned(),
-            role: CreatorRole::Composer,
-        }],
+        creators: vec![Creator { party_id: "SANDBOX-PTY-0001".to_owned(), role: CreatorRole::Composer }],
         language: Some("en".to_owned()),
         work_type: WorkType::MusicalWork,
         created_on: Date::from_ymd(2020, 3, 14),
@@ -94,77 +79,20 @@ pub fn sandbox_world() -> Vec<Draft> {
     let far_future = Date::from_ymd(2110, 12, 31).unwrap_or(Date(0));
     let expired = Date::from_ymd(1999, 12, 31).unwrap_or(Date(0));
     let mut drafts = vec![
-        party(
-            "SANDBOX-PTY-0001",
-            "Ada Sandbox",
-            PartyKind::Person,
-            START - 10 * DAY,
-        ),
-        party(
-            "SANDBOX-PTY-0002",
-            "Bruno Example",
-            PartyKind::Person,
-            START - 10 * DAY,
-        ),
-        party(
-            "SANDBOX-PTY-0003",
-            "Sandbox Music Publishing",
-            PartyKind::Organisation,
-            START - 10 * DAY,
-        ),
-        party(
-            "SANDBOX-PTY-0004",
-            "Chiara Performer",
-            PartyKind::Person,
-            START - 10 * DAY,
-        ),
-        party(
-            "SANDBOX-PTY-0005",
-            "Sandbox Broadcasting Ltd",
-            PartyKind::Organisation,
-            START - 10 * DAY,
-        ),
+        party("SANDBOX-PTY-0001", "Ada Sandbox", PartyKind::Person, START - 10 * DAY),
+        party("SANDBOX-PTY-0002", "Bruno Example", PartyKind::Person, START - 10 * DAY),
+        party("SANDBOX-PTY-0003", "Sandbox Music Publishing", PartyKind::Organisation, START - 10 * DAY),
+        party("SANDBOX-PTY-0004", "Chiara Performer", PartyKind::Person, START - 10 * DAY),
+        party("SANDBOX-PTY-0005", "Sandbox Broadcasting Ltd", PartyKind::Organisation, START - 10 * DAY),
     ];
     let single = |id: &str| {
-        vec![right(
-            id,
-            "A0",
-            RightType::AuthorsRight,
-            "SANDBOX-PTY-0001",
-            HolderRole::Composer,
-            10_000,
-            far_future,
-        )]
+        vec![right(id, "A0", RightType::AuthorsRight, "SANDBOX-PTY-0001", HolderRole::Composer, 10_000, far_future)]
     };
     let split = |id: &str| {
         vec![
-            right(
-                id,
-                "A0",
-                RightType::AuthorsRight,
-                "SANDBOX-PTY-0001",
-                HolderRole::Composer,
-                5_000,
-                far_future,
-            ),
-            right(
-                id,
-                "A1",
-                RightType::AuthorsRight,
-                "SANDBOX-PTY-0002",
-                HolderRole::Lyricist,
-                3_000,
-                far_future,
-            ),
-            right(
-                id,
-                "A2",
-                RightType::AuthorsRight,
-                "SANDBOX-PTY-0003",
-                HolderRole::Publisher,
-                2_000,
-                far_future,
-            ),
+            right(id, "A0", RightType::AuthorsRight, "SANDBOX-PTY-0001", HolderRole::Composer, 5_000, far_future),
+            right(id, "A1", RightType::AuthorsRight, "SANDBOX-PTY-0002", HolderRole::Lyricist, 3_000, far_future),
+            right(id, "A2", RightType::AuthorsRight, "SANDBOX-PTY-0003", HolderRole::Publisher, 2_000, far_future),
         ]
     };
     let scenarios: [(&str, bool); SANDBOX_WORKS] = [
@@ -194,10 +122,7 @@ pub fn sandbox_world() -> Vec<Draft> {
             1 => record.iswc = Some(iswc_for(900_000_001)),
             2 => {
                 record.isrcs = vec!["QZSB12500002".to_owned()];
-                record.creators.push(Creator {
-                    party_id: "SANDBOX-PTY-0002".to_owned(),
-                    role: CreatorRole::Lyricist,
-                });
+                record.creators.push(Creator { party_id: "SANDBOX-PTY-0002".to_owned(), role: CreatorRole::Lyricist });
                 rights = split(&id);
             }
             3 => {
@@ -226,18 +151,8 @@ pub fn sandbox_world() -> Vec<Draft> {
             14 => rights[0].share_basis_points = 7_500,
             _ => {}
         }
-        drafts.push(Draft::new(
-            Topic::Works,
-            &id,
-            at,
-            Payload::WorkRegistered(record),
-        ));
-        drafts.push(Draft::new(
-            Topic::Rights,
-            &id,
-            at + 60_000,
-            Payload::RightsChain(rights, open),
-        ));
+        drafts.push(Draft::new(Topic::Works, &id, at, Payload::WorkRegistered(record)));
+        drafts.push(Draft::new(Topic::Rights, &id, at + 60_000, Payload::RightsChain(rights, open)));
         let certificate = format!("SANDBOX-CERT-{number:04}");
         drafts.push(Draft::new(
             Topic::Certificates,
@@ -250,12 +165,7 @@ pub fn sandbox_world() -> Vec<Draft> {
             ),
         ));
         if number != 15 {
-            drafts.push(Draft::new(
-                Topic::Works,
-                &id,
-                at + 180_000,
-                Payload::WorkPublished(Timestamp(at + 180_000)),
-            ));
+            drafts.push(Draft::new(Topic::Works, &id, at + 180_000, Payload::WorkPublished(Timestamp(at + 180_000))));
         }
         let dispute = format!("SANDBOX-DSP-{number:04}");
         let later = at + 3_600_000;
@@ -288,12 +198,7 @@ pub fn sandbox_world() -> Vec<Draft> {
             _ => Vec::new(),
         };
         for (step, payload) in dispute_steps.iter().enumerate() {
-            drafts.push(Draft::new(
-                Topic::Disputes,
-                &id,
-                later + step as i64 * 60_000,
-                payload.clone(),
-            ));
+            drafts.push(Draft::new(Topic::Disputes, &id, later + step as i64 * 60_000, payload.clone()));
         }
         match number {
             12 => drafts.push(Draft::new(
@@ -333,11 +238,7 @@ pub fn sandbox_world() -> Vec<Draft> {
                 .ok()
                 .and_then(|value| value.as_str().map(str::to_ascii_uppercase))
                 .unwrap_or_default();
-            let kind_name = if kind == LicenseKind::Blanket {
-                "BLANKET"
-            } else {
-                "INDIVIDUAL"
-            };
+            let kind_name = if kind == LicenseKind::Blanket { "BLANKET" } else { "INDIVIDUAL" };
             let id = format!("SANDBOX-LIC-{kind_name}-{status_name}");
             let at = START + 25 * DAY;
             let grant = LicenseGrant {
@@ -351,27 +252,17 @@ pub fn sandbox_world() -> Vec<Draft> {
                 } else {
                     Vec::new()
                 },
-                repertoire: (kind == LicenseKind::Blanket)
-                    .then(|| "Every sandbox work.".to_owned()),
+                repertoire: (kind == LicenseKind::Blanket).then(|| "Every sandbox work.".to_owned()),
                 territory: "WORLD".to_owned(),
             };
-            drafts.push(Draft::new(
-                Topic::Licenses,
-                &id,
-                at,
-                Payload::LicenseGranted(grant),
-            ));
+            drafts.push(Draft::new(Topic::Licenses, &id, at, Payload::LicenseGranted(grant)));
             if status != LicenseStatus::Pending {
                 let later = at + DAY;
                 drafts.push(Draft::new(
                     Topic::Licenses,
                     &id,
                     later,
-                    Payload::LicenseStatus(
-                        status,
-                        Date::of(Timestamp(later)),
-                        Some("Sandbox scenario.".to_owned()),
-                    ),
+                    Payload::LicenseStatus(status, Date::of(Timestamp(later)), Some("Sandbox scenario.".to_owned())),
                 ));
             }
         }

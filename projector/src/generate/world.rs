@@ -9,9 +9,7 @@
 //! markers so that tests can search the store for any trace of it.
 
 use read_model::calendar::{Date, Timestamp};
-use read_model::documents::{
-    CreatorRole, HolderRole, LicenseKind, LicenseStatus, PartyKind, RightType, WorkType,
-};
+use read_model::documents::{CreatorRole, HolderRole, LicenseKind, LicenseStatus, PartyKind, RightType, WorkType};
 use read_model::identifiers::iswc_check_digit;
 
 use super::random::Random;
@@ -120,8 +118,8 @@ impl Draft {
 }
 
 const FIRST_NAMES: &[&str] = &[
-    "Ada", "Bruno", "Chiara", "Dmitri", "Elena", "Farid", "Greta", "Hugo", "Ines", "Jonas",
-    "Kaori", "Luca", "Mira", "Nils", "Olga", "Pavel",
+    "Ada", "Bruno", "Chiara", "Dmitri", "Elena", "Farid", "Greta", "Hugo", "Ines", "Jonas", "Kaori", "Luca", "Mira",
+    "Nils", "Olga", "Pavel",
 ];
 const LAST_NAMES: &[&str] = &[
     "Adler",
@@ -141,65 +139,28 @@ const LAST_NAMES: &[&str] = &[
     "Okafor",
     "Petrov",
 ];
-const ORGANISATION_WORDS: &[&str] = &[
-    "Aurora",
-    "Blue Reed",
-    "Cedar",
-    "Delta",
-    "Ember",
-    "Fjord",
-    "Granite",
-    "Harbor",
-    "Iris",
-    "Juniper",
-];
-const ORGANISATION_KINDS: &[&str] = &[
-    "Music Publishing",
-    "Records",
-    "Editions",
-    "Media",
-    "Rights Agency",
-];
+const ORGANISATION_WORDS: &[&str] =
+    &["Aurora", "Blue Reed", "Cedar", "Delta", "Ember", "Fjord", "Granite", "Harbor", "Iris", "Juniper"];
+const ORGANISATION_KINDS: &[&str] = &["Music Publishing", "Records", "Editions", "Media", "Rights Agency"];
 const TITLE_WORDS: &[&str] = &[
-    "Morning", "River", "Silver", "Echoes", "Northern", "Light", "Quiet", "Storm", "Garden",
-    "Midnight", "Paper", "Horizon", "Velvet", "Ashes", "Lanterns", "Tide",
+    "Morning", "River", "Silver", "Echoes", "Northern", "Light", "Quiet", "Storm", "Garden", "Midnight", "Paper",
+    "Horizon", "Velvet", "Ashes", "Lanterns", "Tide",
 ];
-const SUBJECTS: &[&str] = &[
-    "jazz",
-    "folk",
-    "classical",
-    "pop",
-    "poetry",
-    "documentary",
-    "photography",
-    "electronic",
-];
+const SUBJECTS: &[&str] = &["jazz", "folk", "classical", "pop", "poetry", "documentary", "photography", "electronic"];
 const LANGUAGES: &[&str] = &["en", "fr", "de", "es", "it", "pl", "sv"];
 const TERRITORIES: &[&str] = &["WORLD", "WORLD", "WORLD", "FR", "DE", "ES", "IT", "PL"];
 const ISRC_COUNTRIES: &[&str] = &["US", "GB", "FR", "DE", "SE", "PL"];
 
 /// Generates a person's or an organisation's public profile and personal data.
-pub fn party(
-    random: &mut Random,
-    index: usize,
-    organisation: bool,
-) -> (PartyProfile, PersonalData) {
+pub fn party(random: &mut Random, index: usize, organisation: bool) -> (PartyProfile, PersonalData) {
     let name = if organisation {
-        format!(
-            "{} {}",
-            random.pick(ORGANISATION_WORDS),
-            random.pick(ORGANISATION_KINDS)
-        )
+        format!("{} {}", random.pick(ORGANISATION_WORDS), random.pick(ORGANISATION_KINDS))
     } else {
         format!("{} {}", random.pick(FIRST_NAMES), random.pick(LAST_NAMES))
     };
     let profile = PartyProfile {
         name,
-        kind: if organisation {
-            PartyKind::Organisation
-        } else {
-            PartyKind::Person
-        },
+        kind: if organisation { PartyKind::Organisation } else { PartyKind::Person },
         ipi: random.chance(60).then(|| random.digits(11)),
         isni: random.chance(30).then(|| random.digits(16)),
     };
@@ -212,11 +173,7 @@ pub fn personal_data(random: &mut Random, index: usize) -> PersonalData {
     PersonalData {
         email: format!("person{index}.{}@personal.invalid", random.hex(6)),
         phone: format!("+99 7{}", random.digits(8)),
-        postal_address: format!(
-            "{} PRIVATE-{} Lane, Townsville",
-            random.range(1, 200),
-            random.alphanumeric(6)
-        ),
+        postal_address: format!("{} PRIVATE-{} Lane, Townsville", random.range(1, 200), random.alphanumeric(6)),
         birth_date: Date::from_ymd(
             random.range(1930, 1960) as i32,
             random.range(1, 13) as u32,
@@ -253,22 +210,12 @@ pub fn production_world(works: usize, random: &mut Random) -> Vec<Draft> {
         };
         party_registered_at.push(at);
         let id = party_id(index);
-        drafts.push(Draft::new(
-            Topic::Parties,
-            &id,
-            at,
-            Payload::PartyRegistered(profile, personal),
-        ));
+        drafts.push(Draft::new(Topic::Parties, &id, at, Payload::PartyRegistered(profile, personal)));
         let mut later = at;
         if parties.chance(5) {
             later += parties.range(1, 600) * DAY;
             let (renamed, _) = party(&mut parties, index, organisation);
-            drafts.push(Draft::new(
-                Topic::Parties,
-                &id,
-                later,
-                Payload::PartyRenamed(renamed.name),
-            ));
+            drafts.push(Draft::new(Topic::Parties, &id, later, Payload::PartyRenamed(renamed.name)));
         }
         if parties.chance(3) {
             later += parties.range(1, 300) * DAY;
@@ -282,12 +229,7 @@ pub fn production_world(works: usize, random: &mut Random) -> Vec<Draft> {
         if parties.chance(5) {
             later += parties.range(1, 300) * DAY;
             let personal = personal_data(&mut parties, index + party_count);
-            drafts.push(Draft::new(
-                Topic::Parties,
-                &id,
-                later,
-                Payload::PartyPersonalData(personal),
-            ));
+            drafts.push(Draft::new(Topic::Parties, &id, later, Payload::PartyPersonalData(personal)));
         }
     }
 
@@ -295,25 +237,16 @@ pub fn production_world(works: usize, random: &mut Random) -> Vec<Draft> {
     let mut work_times = Vec::with_capacity(works);
     for index in 0..works {
         let id = format!("LCC-{index:010}");
-        let at = TIMELINE_START
-            + (index as i64 * TIMELINE_DAYS * DAY) / works.max(1) as i64
-            + work_random.range(0, DAY);
+        let at =
+            TIMELINE_START + (index as i64 * TIMELINE_DAYS * DAY) / works.max(1) as i64 + work_random.range(0, DAY);
         work_times.push(at);
-        let person = |random: &mut Random| {
-            party_id(random.range(organisation_count as i64, party_count as i64) as usize)
-        };
-        let organisation =
-            |random: &mut Random| party_id(random.range(0, organisation_count as i64) as usize);
+        let person =
+            |random: &mut Random| party_id(random.range(organisation_count as i64, party_count as i64) as usize);
+        let organisation = |random: &mut Random| party_id(random.range(0, organisation_count as i64) as usize);
         generate_work(
             &mut work_random,
             &mut drafts,
-            WorkSeed {
-                index,
-                id: &id,
-                at,
-                person: &person,
-                organisation: &organisation,
-            },
+            WorkSeed { index, id: &id, at, person: &person, organisation: &organisation },
         );
     }
 
@@ -322,11 +255,7 @@ pub fn production_world(works: usize, random: &mut Random) -> Vec<Draft> {
         let id = format!("LIC-{index:08}");
         let licensee = party_id(licenses.range(0, organisation_count as i64) as usize);
         let latest_work = licenses.range(0, works.max(1) as i64) as usize;
-        let at = work_times
-            .get(latest_work)
-            .copied()
-            .unwrap_or(TIMELINE_START)
-            + licenses.range(1, 60) * DAY;
+        let at = work_times.get(latest_work).copied().unwrap_or(TIMELINE_START) + licenses.range(1, 60) * DAY;
         let individual = licenses.chance(70);
         let covered = if individual {
             (0..licenses.range(1, 4))
@@ -350,13 +279,7 @@ struct WorkSeed<'a> {
 }
 
 fn generate_work(random: &mut Random, drafts: &mut Vec<Draft>, seed: WorkSeed<'_>) {
-    let WorkSeed {
-        index,
-        id,
-        at,
-        person,
-        organisation,
-    } = seed;
+    let WorkSeed { index, id, at, person, organisation } = seed;
     let work_type = *random.pick(&[
         WorkType::MusicalWork,
         WorkType::MusicalWork,
@@ -373,11 +296,7 @@ fn generate_work(random: &mut Random, drafts: &mut Vec<Draft>, seed: WorkSeed<'_
         .map(|position| Creator {
             party_id: person(random),
             role: if position == 0 {
-                if musical {
-                    CreatorRole::Composer
-                } else {
-                    CreatorRole::Author
-                }
+                if musical { CreatorRole::Composer } else { CreatorRole::Author }
             } else {
                 *random.pick(&[
                     CreatorRole::Lyricist,
@@ -389,11 +308,8 @@ fn generate_work(random: &mut Random, drafts: &mut Vec<Draft>, seed: WorkSeed<'_
         })
         .collect();
     let publisher = random.chance(40).then(|| organisation(random));
-    let created_on = Date::from_ymd(
-        random.range(1960, 2023) as i32,
-        random.range(1, 13) as u32,
-        random.range(1, 29) as u32,
-    );
+    let created_on =
+        Date::from_ymd(random.range(1960, 2023) as i32, random.range(1, 13) as u32, random.range(1, 29) as u32);
     let isrcs: Vec<String> = if musical && random.chance(50) {
         (0..random.range(1, 4))
             .map(|serial| {
@@ -419,21 +335,13 @@ fn generate_work(random: &mut Random, drafts: &mut Vec<Draft>, seed: WorkSeed<'_
         iswc: (musical && random.chance(60)).then(|| iswc_for(index as u64 + 1)),
         isrcs,
         creators: creators.clone(),
-        language: random
-            .chance(80)
-            .then(|| (*random.pick(LANGUAGES)).to_owned()),
+        language: random.chance(80).then(|| (*random.pick(LANGUAGES)).to_owned()),
         work_type,
         created_on,
         description: random.chance(70).then(|| {
-            format!(
-                "A {} piece about {}.",
-                random.pick(SUBJECTS),
-                random.pick(TITLE_WORDS).to_ascii_lowercase()
-            )
+            format!("A {} piece about {}.", random.pick(SUBJECTS), random.pick(TITLE_WORDS).to_ascii_lowercase())
         }),
-        subjects: (0..random.range(0, 3))
-            .map(|_| (*random.pick(SUBJECTS)).to_owned())
-            .collect(),
+        subjects: (0..random.range(0, 3)).map(|_| (*random.pick(SUBJECTS)).to_owned()).collect(),
         publisher_party_id: publisher.clone(),
         related_work_ids: if index > 0 && random.chance(10) {
             vec![format!("LCC-{:010}", random.range(0, index as i64))]
@@ -453,36 +361,19 @@ fn generate_work(random: &mut Random, drafts: &mut Vec<Draft>, seed: WorkSeed<'_
         ),
         earliest_recorded_at: Timestamp(at - random.range(0, 30) * DAY),
     };
-    drafts.push(Draft::new(
-        Topic::Works,
-        id,
-        at,
-        Payload::WorkRegistered(record),
-    ));
+    drafts.push(Draft::new(Topic::Works, id, at, Payload::WorkRegistered(record)));
     if random.chance(20) {
         let amendment = WorkAmendment {
-            title: random
-                .chance(50)
-                .then(|| format!("{} {}", random.pick(TITLE_WORDS), random.pick(TITLE_WORDS))),
+            title: random.chance(50).then(|| format!("{} {}", random.pick(TITLE_WORDS), random.pick(TITLE_WORDS))),
             description: Some("Amended description.".to_owned()),
             subjects: Some(vec![(*random.pick(SUBJECTS)).to_owned()]),
             ..WorkAmendment::default()
         };
-        drafts.push(Draft::new(
-            Topic::Works,
-            id,
-            at + random.range(1, 400) * DAY,
-            Payload::WorkAmended(amendment),
-        ));
+        drafts.push(Draft::new(Topic::Works, id, at + random.range(1, 400) * DAY, Payload::WorkAmended(amendment)));
     }
     if random.chance(85) {
         let published = at + random.range(0, 30) * DAY + 3_600_000;
-        drafts.push(Draft::new(
-            Topic::Works,
-            id,
-            published,
-            Payload::WorkPublished(Timestamp(published)),
-        ));
+        drafts.push(Draft::new(Topic::Works, id, published, Payload::WorkPublished(Timestamp(published))));
         if random.chance(3) {
             let reason = "Withdrawn at the request of the rights holders.".to_owned();
             drafts.push(Draft::new(
@@ -504,11 +395,8 @@ fn generate_work(random: &mut Random, drafts: &mut Vec<Draft>, seed: WorkSeed<'_
     }
     .unwrap_or(valid_from);
     let mut rights = Vec::new();
-    let holders: Vec<String> = creators
-        .iter()
-        .map(|creator| creator.party_id.clone())
-        .chain(publisher.clone())
-        .collect();
+    let holders: Vec<String> =
+        creators.iter().map(|creator| creator.party_id.clone()).chain(publisher.clone()).collect();
     let complete = random.chance(90);
     let total: u32 = if complete { 10_000 } else { 7_500 };
     let shares = split(random, total, holders.len());
@@ -517,11 +405,7 @@ fn generate_work(random: &mut Random, drafts: &mut Vec<Draft>, seed: WorkSeed<'_
             right_id: format!("{id}-A{position}"),
             right_type: RightType::AuthorsRight,
             holder_party_id: holder.clone(),
-            role: if Some(holder) == publisher.as_ref() {
-                HolderRole::Publisher
-            } else {
-                HolderRole::Author
-            },
+            role: if Some(holder) == publisher.as_ref() { HolderRole::Publisher } else { HolderRole::Author },
             share_basis_points: share,
             acquired_from_party_id: None,
             territory: (*random.pick(TERRITORIES)).to_owned(),
@@ -533,37 +417,23 @@ fn generate_work(random: &mut Random, drafts: &mut Vec<Draft>, seed: WorkSeed<'_
     if musical && random.chance(40) {
         let performers = random.range(1, 3) as usize;
         let related_holders: Vec<String> = (0..performers).map(|_| person(random)).collect();
-        for (position, (holder, share)) in related_holders
-            .iter()
-            .zip(split(random, 10_000, performers))
-            .enumerate()
-        {
+        for (position, (holder, share)) in related_holders.iter().zip(split(random, 10_000, performers)).enumerate() {
             rights.push(RightRecord {
                 right_id: format!("{id}-R{position}"),
                 right_type: RightType::RelatedRight,
                 holder_party_id: holder.clone(),
-                role: if position == 0 {
-                    HolderRole::Performer
-                } else {
-                    HolderRole::Producer
-                },
+                role: if position == 0 { HolderRole::Performer } else { HolderRole::Producer },
                 share_basis_points: share,
                 acquired_from_party_id: None,
                 territory: "WORLD".to_owned(),
                 valid_from,
                 valid_until: None,
-                protection_ends_on: Date::from_ymd(random.range(2070, 2100) as i32, 12, 31)
-                    .unwrap_or(valid_from),
+                protection_ends_on: Date::from_ymd(random.range(2070, 2100) as i32, 12, 31).unwrap_or(valid_from),
             });
         }
     }
     let open = random.chance(70);
-    drafts.push(Draft::new(
-        Topic::Rights,
-        id,
-        rights_at,
-        Payload::RightsChain(rights.clone(), open),
-    ));
+    drafts.push(Draft::new(Topic::Rights, id, rights_at, Payload::RightsChain(rights.clone(), open)));
     if random.chance(15) {
         // A transfer: the first holder's share passes to an organisation.
         let mut transferred = rights.clone();
@@ -581,12 +451,7 @@ fn generate_work(random: &mut Random, drafts: &mut Vec<Draft>, seed: WorkSeed<'_
         ));
     }
     if random.chance(10) {
-        drafts.push(Draft::new(
-            Topic::Rights,
-            id,
-            at + random.range(500, 700) * DAY,
-            Payload::Availability(!open),
-        ));
+        drafts.push(Draft::new(Topic::Rights, id, at + random.range(500, 700) * DAY, Payload::Availability(!open)));
     }
 
     if random.chance(90) {
@@ -612,11 +477,7 @@ fn generate_work(random: &mut Random, drafts: &mut Vec<Draft>, seed: WorkSeed<'_
                     Topic::Certificates,
                     id,
                     reissued,
-                    Payload::CertificateIssued(
-                        format!("CERT-{index:010}-2"),
-                        random.hex(64),
-                        Timestamp(reissued),
-                    ),
+                    Payload::CertificateIssued(format!("CERT-{index:010}-2"), random.hex(64), Timestamp(reissued)),
                 ));
             }
         }
@@ -625,39 +486,18 @@ fn generate_work(random: &mut Random, drafts: &mut Vec<Draft>, seed: WorkSeed<'_
     if random.chance(8) {
         let dispute = format!("DSP-{index:010}");
         let opened = at + random.range(30, 700) * DAY;
-        let grounds = *random.pick(&[
-            "OWNERSHIP",
-            "SHARE_SPLIT",
-            "ATTRIBUTION",
-            "PLAGIARISM",
-            "OTHER",
-        ]);
-        drafts.push(Draft::new(
-            Topic::Disputes,
-            id,
-            opened,
-            Payload::DisputeOpened(dispute.clone(), grounds),
-        ));
+        let grounds = *random.pick(&["OWNERSHIP", "SHARE_SPLIT", "ATTRIBUTION", "PLAGIARISM", "OTHER"]);
+        drafts.push(Draft::new(Topic::Disputes, id, opened, Payload::DisputeOpened(dispute.clone(), grounds)));
         let mut last = opened;
         if random.chance(70) {
             last += random.range(5, 60) * DAY;
             let progress = *random.pick(&["UNDER_REVIEW", "IN_MEDIATION"]);
-            drafts.push(Draft::new(
-                Topic::Disputes,
-                id,
-                last,
-                Payload::DisputeUpdated(dispute.clone(), progress),
-            ));
+            drafts.push(Draft::new(Topic::Disputes, id, last, Payload::DisputeUpdated(dispute.clone(), progress)));
         }
         if random.chance(60) {
             last += random.range(30, 200) * DAY;
             let outcome = *random.pick(&["UPHELD", "REJECTED", "SETTLED", "WITHDRAWN"]);
-            drafts.push(Draft::new(
-                Topic::Disputes,
-                id,
-                last,
-                Payload::DisputeResolved(dispute, outcome),
-            ));
+            drafts.push(Draft::new(Topic::Disputes, id, last, Payload::DisputeResolved(dispute, outcome)));
         }
     }
 }
@@ -669,10 +509,7 @@ fn split(random: &mut Random, total: u32, parts: usize) -> Vec<u32> {
     }
     let weights: Vec<u32> = (0..parts).map(|_| random.range(1, 5) as u32).collect();
     let weight_sum: u32 = weights.iter().sum();
-    let mut shares: Vec<u32> = weights
-        .iter()
-        .map(|weight| total * weight / weight_sum)
-        .collect();
+    let mut shares: Vec<u32> = weights.iter().map(|weight| total * weight / weight_sum).collect();
     let assigned: u32 = shares.iter().sum();
     shares[0] += total - assigned;
     shares
@@ -686,35 +523,20 @@ pub fn generate_license(
     licensee: String,
     covered: Vec<String>,
 ) {
-    let kind = if covered.is_empty() {
-        LicenseKind::Blanket
-    } else {
-        LicenseKind::Individual
-    };
+    let kind = if covered.is_empty() { LicenseKind::Blanket } else { LicenseKind::Individual };
     let valid_from = Date::of(Timestamp(at));
     let grant = LicenseGrant {
         kind,
         licensee_party_id: licensee,
-        status: if random.chance(20) {
-            LicenseStatus::Pending
-        } else {
-            LicenseStatus::Active
-        },
+        status: if random.chance(20) { LicenseStatus::Pending } else { LicenseStatus::Active },
         valid_from,
-        valid_until: random
-            .chance(60)
-            .then(|| Date(valid_from.0 + random.range(365, 5 * 365) as i32)),
+        valid_until: random.chance(60).then(|| Date(valid_from.0 + random.range(365, 5 * 365) as i32)),
         repertoire: (kind == LicenseKind::Blanket)
             .then(|| "All works administered by the licensor in the territory.".to_owned()),
         covered_work_ids: covered,
         territory: (*random.pick(TERRITORIES)).to_owned(),
     };
-    drafts.push(Draft::new(
-        Topic::Licenses,
-        id,
-        at,
-        Payload::LicenseGranted(grant),
-    ));
+    drafts.push(Draft::new(Topic::Licenses, id, at, Payload::LicenseGranted(grant)));
     if random.chance(40) {
         let status = *random.pick(&[
             LicenseStatus::Active,
@@ -728,11 +550,7 @@ pub fn generate_license(
             Topic::Licenses,
             id,
             later,
-            Payload::LicenseStatus(
-                status,
-                Date::of(Timestamp(later)),
-                Some("Changed by the licensor.".to_owned()),
-            ),
+            Payload::LicenseStatus(status, Date::of(Timestamp(later)), Some("Changed by the licensor.".to_owned())),
         ));
     }
     if random.chance(10) {
@@ -776,22 +594,14 @@ fn mix_in_malformed_events(random: &mut Random, drafts: &mut Vec<Draft>, works: 
                     valid_until: None,
                     protection_ends_on: Date(60_000),
                 };
-                Draft::new(
-                    Topic::Rights,
-                    &work,
-                    at,
-                    Payload::RightsChain(vec![share("1"), share("2")], true),
-                )
+                Draft::new(Topic::Rights, &work, at, Payload::RightsChain(vec![share("1"), share("2")], true))
             }
             2 => {
                 let mut draft = Draft::new(
                     Topic::Works,
                     &work,
                     at,
-                    Payload::WorkAmended(WorkAmendment {
-                        description: Some("x".into()),
-                        ..WorkAmendment::default()
-                    }),
+                    Payload::WorkAmended(WorkAmendment { description: Some("x".into()), ..WorkAmendment::default() }),
                 );
                 draft.malformation = Some(Malformation::WrongEventType);
                 draft
@@ -800,11 +610,7 @@ fn mix_in_malformed_events(random: &mut Random, drafts: &mut Vec<Draft>, works: 
                 Topic::Certificates,
                 &work,
                 at,
-                Payload::CertificateIssued(
-                    "CERT-BAD".to_owned(),
-                    "not-a-hash".to_owned(),
-                    Timestamp(at),
-                ),
+                Payload::CertificateIssued("CERT-BAD".to_owned(), "not-a-hash".to_owned(), Timestamp(at)),
             ),
             4 => Draft::new(Topic::Works, &work, at, Payload::WorkArchived),
             _ => {
@@ -812,10 +618,7 @@ fn mix_in_malformed_events(random: &mut Random, drafts: &mut Vec<Draft>, works: 
                     Topic::Works,
                     &work,
                     at,
-                    Payload::WorkAmended(WorkAmendment {
-                        description: Some("y".into()),
-                        ..WorkAmendment::default()
-                    }),
+                    Payload::WorkAmended(WorkAmendment { description: Some("y".into()), ..WorkAmendment::default() }),
                 );
                 draft.malformation = Some(Malformation::ZeroVersion);
                 draft

@@ -11,8 +11,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use read_model::documents::{DocumentKind, WorkStatus};
 use read_model::{
-    AggregateKey, Checkpoint, IdentifierKind, ModelVersion, PartyReferrer, ProvenanceRow, Store,
-    StoreError, StoredAggregate, WriteBatch,
+    AggregateKey, Checkpoint, IdentifierKind, ModelVersion, PartyReferrer, ProvenanceRow, Store, StoreError,
+    StoredAggregate, WriteBatch,
 };
 use serde::Serialize;
 
@@ -53,68 +53,45 @@ struct Aggregates {
 }
 
 impl Aggregates {
-    async fn load(
-        &mut self,
-        store: &dyn Store,
-        version: ModelVersion,
-        keys: BTreeSet<Key>,
-    ) -> Result<(), StoreError> {
+    async fn load(&mut self, store: &dyn Store, version: ModelVersion, keys: BTreeSet<Key>) -> Result<(), StoreError> {
         let missing: Vec<AggregateKey> = keys
             .into_iter()
             .filter(|key| !self.entries.contains_key(key))
-            .map(|(topic, id)| AggregateKey {
-                topic: topic.name().to_owned(),
-                id,
-            })
+            .map(|(topic, id)| AggregateKey { topic: topic.name().to_owned(), id })
             .collect();
         if missing.is_empty() {
             return Ok(());
         }
         let mut stored = store.aggregates(version, &missing).await?;
         for key in missing {
-            let topic = Topic::from_name(&key.topic)
-                .ok_or_else(|| StoreError::Corrupt(format!("topic {}", key.topic)))?;
+            let topic =
+                Topic::from_name(&key.topic).ok_or_else(|| StoreError::Corrupt(format!("topic {}", key.topic)))?;
             let (version, state) = match stored.remove(&key) {
                 Some(StoredAggregate { version, state }) => {
-                    let decoded = AggregateState::decode(topic, &state).map_err(|error| {
-                        StoreError::Corrupt(format!("state of {} {}: {error}", key.topic, key.id))
-                    })?;
+                    let decoded = AggregateState::decode(topic, &state)
+                        .map_err(|error| StoreError::Corrupt(format!("state of {} {}: {error}", key.topic, key.id)))?;
                     (version, Some(decoded))
                 }
                 None => (0, None),
             };
-            self.entries.insert(
-                (topic, key.id),
-                Entry {
-                    version,
-                    before: state.clone(),
-                    state,
-                    changed: false,
-                },
-            );
+            self.entries.insert((topic, key.id), Entry { version, before: state.clone(), state, changed: false });
         }
         Ok(())
     }
 
     fn state(&self, topic: Topic, id: &str) -> Option<&AggregateState> {
-        self.entries
-            .get(&(topic, id.to_owned()))
-            .and_then(|entry| entry.state.as_ref())
+        self.entries.get(&(topic, id.to_owned())).and_then(|entry| entry.state.as_ref())
     }
 
     fn before(&self, topic: Topic, id: &str) -> Option<&AggregateState> {
-        self.entries
-            .get(&(topic, id.to_owned()))
-            .and_then(|entry| entry.before.as_ref())
+        self.entries.get(&(topic, id.to_owned())).and_then(|entry| entry.before.as_ref())
     }
 
     fn parties(&self) -> HashMap<String, PartyState> {
         self.entries
             .iter()
             .filter_map(|((topic, id), entry)| match (topic, &entry.state) {
-                (Topic::Parties, Some(AggregateState::Party(party))) => {
-                    Some((id.clone(), party.clone()))
-                }
+                (Topic::Parties, Some(AggregateState::Party(party))) => Some((id.clone(), party.clone())),
                 _ => None,
             })
             .collect()
@@ -152,9 +129,7 @@ pub async fn project_batch(
     let mut dirty_parties = Vec::new();
     for sourced in events {
         let position = &sourced.position;
-        let next = next_offsets
-            .entry((position.stream.clone(), position.partition))
-            .or_insert(0);
+        let next = next_offsets.entry((position.stream.clone(), position.partition)).or_insert(0);
         *next = (*next).max(position.offset + 1);
         let event = match &sourced.outcome {
             Ok(event) => event,
@@ -177,17 +152,9 @@ pub async fn project_batch(
                 entry.version = event.envelope.aggregate_version;
                 entry.changed = true;
                 outcome.applied += 1;
-                note_applied(
-                    event,
-                    &mut outcome.write,
-                    &mut dirty_works,
-                    &mut dirty_licenses,
-                    &mut dirty_parties,
-                );
+                note_applied(event, &mut outcome.write, &mut dirty_works, &mut dirty_licenses, &mut dirty_parties);
             }
-            Err(reason) => outcome
-                .parked
-                .push((position.clone(), Rejection::of(event, reason))),
+            Err(reason) => outcome.parked.push((position.clone(), Rejection::of(event, reason))),
         }
     }
 
@@ -200,28 +167,15 @@ pub async fn project_batch(
     let siblings = dirty_works
         .iter()
         .flat_map(|id| {
-            [
-                Topic::Works,
-                Topic::Rights,
-                Topic::Disputes,
-                Topic::Certificates,
-            ]
-            .map(|topic| (topic, id.clone()))
+            [Topic::Works, Topic::Rights, Topic::Disputes, Topic::Certificates].map(|topic| (topic, id.clone()))
         })
-        .chain(
-            dirty_licenses
-                .iter()
-                .map(|id| (Topic::Licenses, id.clone())),
-        )
+        .chain(dirty_licenses.iter().map(|id| (Topic::Licenses, id.clone())))
         .collect();
     aggregates.load(store, version, siblings).await?;
     let mut named_parties = BTreeSet::new();
     for id in &dirty_works {
         if let Some(work) = state_of!(aggregates, state, Topic::Works, id, Work) {
-            named_parties.extend(parties_named_by_work(
-                work,
-                state_of!(aggregates, state, Topic::Rights, id, Rights),
-            ));
+            named_parties.extend(parties_named_by_work(work, state_of!(aggregates, state, Topic::Rights, id, Rights)));
         }
     }
     for id in &dirty_licenses {
@@ -229,16 +183,7 @@ pub async fn project_batch(
             named_parties.insert(license.licensee_party_id.clone());
         }
     }
-    aggregates
-        .load(
-            store,
-            version,
-            named_parties
-                .into_iter()
-                .map(|id| (Topic::Parties, id))
-                .collect(),
-        )
-        .await?;
+    aggregates.load(store, version, named_parties.into_iter().map(|id| (Topic::Parties, id)).collect()).await?;
 
     let parties = aggregates.parties();
     for id in &dirty_works {
@@ -247,23 +192,13 @@ pub async fn project_batch(
     for id in &dirty_licenses {
         write_license(&aggregates, &parties, id, &mut outcome.write);
     }
-    let mut changed: Vec<(&Key, &Entry)> = aggregates
-        .entries
-        .iter()
-        .filter(|(_, entry)| entry.changed)
-        .collect();
+    let mut changed: Vec<(&Key, &Entry)> = aggregates.entries.iter().filter(|(_, entry)| entry.changed).collect();
     changed.sort_by(|left, right| left.0.cmp(right.0));
     for ((topic, id), entry) in changed {
         if let Some(state) = &entry.state {
             outcome.write.aggregates.push((
-                AggregateKey {
-                    topic: topic.name().to_owned(),
-                    id: id.clone(),
-                },
-                StoredAggregate {
-                    version: entry.version,
-                    state: state.encode(),
-                },
+                AggregateKey { topic: topic.name().to_owned(), id: id.clone() },
+                StoredAggregate { version: entry.version, state: state.encode() },
             ));
         }
     }
@@ -334,51 +269,31 @@ fn identifiers(work: Option<&WorkState>) -> BTreeSet<(IdentifierKind, String)> {
         .iswc
         .iter()
         .map(|iswc| (IdentifierKind::Iswc, iswc.clone()))
-        .chain(
-            work.record
-                .isrcs
-                .iter()
-                .map(|isrc| (IdentifierKind::Isrc, isrc.clone())),
-        )
+        .chain(work.record.isrcs.iter().map(|isrc| (IdentifierKind::Isrc, isrc.clone())))
         .collect()
 }
 
-fn write_work(
-    aggregates: &Aggregates,
-    parties: &HashMap<String, PartyState>,
-    id: &str,
-    write: &mut WriteBatch,
-) {
+fn write_work(aggregates: &Aggregates, parties: &HashMap<String, PartyState>, id: &str, write: &mut WriteBatch) {
     let work = state_of!(aggregates, state, Topic::Works, id, Work);
     let rights = state_of!(aggregates, state, Topic::Rights, id, Rights);
     let work_before = state_of!(aggregates, before, Topic::Works, id, Work);
     let rights_before = state_of!(aggregates, before, Topic::Rights, id, Rights);
 
-    let named = |work: Option<&WorkState>, rights| {
-        work.map(|work| parties_named_by_work(work, rights))
-            .unwrap_or_default()
-    };
+    let named =
+        |work: Option<&WorkState>, rights| work.map(|work| parties_named_by_work(work, rights)).unwrap_or_default();
     let (named_before, named_after) = (named(work_before, rights_before), named(work, rights));
     for party in named_before.difference(&named_after) {
-        write
-            .party_references
-            .push((party.clone(), PartyReferrer::Work(id.to_owned()), false));
+        write.party_references.push((party.clone(), PartyReferrer::Work(id.to_owned()), false));
     }
     for party in named_after.difference(&named_before) {
-        write
-            .party_references
-            .push((party.clone(), PartyReferrer::Work(id.to_owned()), true));
+        write.party_references.push((party.clone(), PartyReferrer::Work(id.to_owned()), true));
     }
     let (indexed_before, indexed_after) = (identifiers(work_before), identifiers(work));
     for (kind, code) in indexed_before.difference(&indexed_after) {
-        write
-            .identifiers
-            .push((*kind, code.clone(), id.to_owned(), false));
+        write.identifiers.push((*kind, code.clone(), id.to_owned(), false));
     }
     for (kind, code) in indexed_after.difference(&indexed_before) {
-        write
-            .identifiers
-            .push((*kind, code.clone(), id.to_owned(), true));
+        write.identifiers.push((*kind, code.clone(), id.to_owned(), true));
     }
 
     // Documents exist once the work itself is registered; rights, disputes
@@ -392,26 +307,10 @@ fn write_work(
         certificate: state_of!(aggregates, state, Topic::Certificates, id, Certificate),
         parties,
     });
-    write.documents.push((
-        DocumentKind::RightsProfile,
-        id.to_owned(),
-        Some(to_body(&rendered.rights_profile)),
-    ));
-    write.documents.push((
-        DocumentKind::Verification,
-        id.to_owned(),
-        Some(to_body(&rendered.verification)),
-    ));
-    write.documents.push((
-        DocumentKind::Metadata,
-        id.to_owned(),
-        Some(to_body(&rendered.metadata)),
-    ));
-    write.documents.push((
-        DocumentKind::Evidence,
-        id.to_owned(),
-        Some(to_body(&rendered.evidence)),
-    ));
+    write.documents.push((DocumentKind::RightsProfile, id.to_owned(), Some(to_body(&rendered.rights_profile))));
+    write.documents.push((DocumentKind::Verification, id.to_owned(), Some(to_body(&rendered.verification))));
+    write.documents.push((DocumentKind::Metadata, id.to_owned(), Some(to_body(&rendered.metadata))));
+    write.documents.push((DocumentKind::Evidence, id.to_owned(), Some(to_body(&rendered.evidence))));
     match rendered.bulk_row {
         Some(row) => write.bulk_rows.push((id.to_owned(), Some(to_body(&row)))),
         None if work_before.is_some_and(|before| before.status == WorkStatus::Published) => {
@@ -420,46 +319,24 @@ fn write_work(
         None => {}
     }
     if let Some(fixture) = rendered.fixture {
-        write
-            .fixtures
-            .push((id.to_owned(), Some(to_body(&fixture))));
+        write.fixtures.push((id.to_owned(), Some(to_body(&fixture))));
     }
 }
 
-fn write_license(
-    aggregates: &Aggregates,
-    parties: &HashMap<String, PartyState>,
-    id: &str,
-    write: &mut WriteBatch,
-) {
+fn write_license(aggregates: &Aggregates, parties: &HashMap<String, PartyState>, id: &str, write: &mut WriteBatch) {
     let Some(license) = state_of!(aggregates, state, Topic::Licenses, id, License) else {
         return;
     };
-    let before = state_of!(aggregates, before, Topic::Licenses, id, License)
-        .map(|before| &before.licensee_party_id);
+    let before = state_of!(aggregates, before, Topic::Licenses, id, License).map(|before| &before.licensee_party_id);
     if before != Some(&license.licensee_party_id) {
         if let Some(previous) = before {
-            write.party_references.push((
-                previous.clone(),
-                PartyReferrer::License(id.to_owned()),
-                false,
-            ));
+            write.party_references.push((previous.clone(), PartyReferrer::License(id.to_owned()), false));
         }
-        write.party_references.push((
-            license.licensee_party_id.clone(),
-            PartyReferrer::License(id.to_owned()),
-            true,
-        ));
+        write.party_references.push((license.licensee_party_id.clone(), PartyReferrer::License(id.to_owned()), true));
     }
     let (document, fixture) = render_license(id, license, parties);
-    write.documents.push((
-        DocumentKind::LicenseStatus,
-        id.to_owned(),
-        Some(to_body(&document)),
-    ));
+    write.documents.push((DocumentKind::LicenseStatus, id.to_owned(), Some(to_body(&document))));
     if let Some(fixture) = fixture {
-        write
-            .fixtures
-            .push((id.to_owned(), Some(to_body(&fixture))));
+        write.fixtures.push((id.to_owned(), Some(to_body(&fixture))));
     }
 }

@@ -9,15 +9,13 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use read_model::calendar::Date;
 use read_model::documents::{
-    BulkCreator, BulkRow, DisputeStatus, DublinCoreRecord, EvidenceInputs, FixtureResource,
-    LicenseStatusDocument, PartyReference, RightHolding, RightType, RightsProfile, SandboxFixture,
-    ShareTotal, VerificationInputs, WorkStatus, WorkType, percent_of,
+    BulkCreator, BulkRow, DisputeStatus, DublinCoreRecord, EvidenceInputs, FixtureResource, LicenseStatusDocument,
+    PartyReference, RightHolding, RightType, RightsProfile, SandboxFixture, ShareTotal, VerificationInputs, WorkStatus,
+    WorkType, percent_of,
 };
 use read_model::identifiers::{Audience, display_iswc};
 
-use super::state::{
-    CertificateState, DisputesState, LicenseState, PartyState, RightsState, WorkState,
-};
+use super::state::{CertificateState, DisputesState, LicenseState, PartyState, RightsState, WorkState};
 
 /// The states a work's documents are rendered from.
 #[derive(Debug, Clone, Copy)]
@@ -46,16 +44,9 @@ pub struct RenderedWork {
 /// The parties a work's documents name: creators, publisher, holders and transferors.
 pub fn parties_named_by_work(work: &WorkState, rights: Option<&RightsState>) -> BTreeSet<String> {
     let record = &work.record;
-    let mut parties: BTreeSet<String> = record
-        .creators
-        .iter()
-        .map(|creator| creator.party_id.clone())
-        .collect();
+    let mut parties: BTreeSet<String> = record.creators.iter().map(|creator| creator.party_id.clone()).collect();
     parties.extend(record.publisher_party_id.iter().cloned());
-    for right in rights
-        .map(|rights| rights.rights.as_slice())
-        .unwrap_or_default()
-    {
+    for right in rights.map(|rights| rights.rights.as_slice()).unwrap_or_default() {
         parties.insert(right.holder_party_id.clone());
         parties.extend(right.acquired_from_party_id.iter().cloned());
     }
@@ -74,20 +65,11 @@ fn party_reference(party_id: &str, parties: &HashMap<String, PartyState>) -> Par
 }
 
 fn display_name(party_id: &str, parties: &HashMap<String, PartyState>) -> String {
-    parties
-        .get(party_id)
-        .map_or_else(|| party_id.to_owned(), |party| party.name.clone())
+    parties.get(party_id).map_or_else(|| party_id.to_owned(), |party| party.name.clone())
 }
 
 pub fn render_work(inputs: WorkInputs<'_>) -> RenderedWork {
-    let WorkInputs {
-        lcc_id,
-        work,
-        rights,
-        disputes,
-        certificate,
-        parties,
-    } = inputs;
+    let WorkInputs { lcc_id, work, rights, disputes, certificate, parties } = inputs;
     let record = &work.record;
     let updated_at = [
         Some(work.updated_at),
@@ -111,10 +93,7 @@ pub fn render_work(inputs: WorkInputs<'_>) -> RenderedWork {
             role: right.role,
             share_basis_points: right.share_basis_points,
             share_percent: percent_of(right.share_basis_points),
-            acquired_from: right
-                .acquired_from_party_id
-                .as_deref()
-                .map(|party| party_reference(party, parties)),
+            acquired_from: right.acquired_from_party_id.as_deref().map(|party| party_reference(party, parties)),
             territory: right.territory.clone(),
             valid_from: right.valid_from,
             valid_until: right.valid_until,
@@ -149,10 +128,8 @@ pub fn render_work(inputs: WorkInputs<'_>) -> RenderedWork {
         protection_ends_on,
         updated_at,
     };
-    let (authors_rights, related_rights): (Vec<_>, Vec<_>) = holdings
-        .iter()
-        .cloned()
-        .partition(|holding| holding.right_type == RightType::AuthorsRight);
+    let (authors_rights, related_rights): (Vec<_>, Vec<_>) =
+        holdings.iter().cloned().partition(|holding| holding.right_type == RightType::AuthorsRight);
     let evidence = EvidenceInputs {
         lcc_id: lcc_id.to_owned(),
         title: record.title.clone(),
@@ -163,9 +140,7 @@ pub fn render_work(inputs: WorkInputs<'_>) -> RenderedWork {
         related_rights,
         protection_ends_on,
         dispute_status,
-        disputes: disputes
-            .map(|state| state.disputes.clone())
-            .unwrap_or_default(),
+        disputes: disputes.map(|state| state.disputes.clone()).unwrap_or_default(),
         certificate: certificate_record.clone(),
         updated_at,
     };
@@ -183,9 +158,7 @@ pub fn render_work(inputs: WorkInputs<'_>) -> RenderedWork {
             .creators
             .iter()
             .map(|creator| BulkCreator {
-                name: parties
-                    .get(&creator.party_id)
-                    .map(|party| party.name.clone()),
+                name: parties.get(&creator.party_id).map(|party| party.name.clone()),
                 role: creator.role,
             })
             .collect(),
@@ -198,14 +171,7 @@ pub fn render_work(inputs: WorkInputs<'_>) -> RenderedWork {
         iswc,
         isrcs: record.isrcs.clone(),
     });
-    RenderedWork {
-        rights_profile,
-        verification,
-        metadata,
-        evidence,
-        bulk_row,
-        fixture,
-    }
+    RenderedWork { rights_profile, verification, metadata, evidence, bulk_row, fixture }
 }
 
 fn share_totals(holdings: &[RightHolding]) -> Vec<ShareTotal> {
@@ -241,9 +207,7 @@ fn protection_end(holdings: &[RightHolding]) -> Option<Date> {
 /// The work's dispute status: the most recently changed unresolved dispute,
 /// else the most recently resolved one, else `none`.
 fn overall_dispute_status(disputes: Option<&DisputesState>) -> DisputeStatus {
-    let disputes = disputes
-        .map(|state| state.disputes.as_slice())
-        .unwrap_or_default();
+    let disputes = disputes.map(|state| state.disputes.as_slice()).unwrap_or_default();
     let latest = |unresolved: bool| {
         disputes
             .iter()
@@ -251,9 +215,7 @@ fn overall_dispute_status(disputes: Option<&DisputesState>) -> DisputeStatus {
             .max_by_key(|dispute| dispute.updated_at)
             .map(|dispute| dispute.status)
     };
-    latest(true)
-        .or_else(|| latest(false))
-        .unwrap_or(DisputeStatus::None)
+    latest(true).or_else(|| latest(false)).unwrap_or(DisputeStatus::None)
 }
 
 fn dublin_core(
@@ -262,12 +224,7 @@ fn dublin_core(
     open_for_licensing: bool,
     iswc: Option<&str>,
 ) -> DublinCoreRecord {
-    let WorkInputs {
-        lcc_id,
-        work,
-        parties,
-        ..
-    } = inputs;
+    let WorkInputs { lcc_id, work, parties, .. } = inputs;
     let record = &work.record;
     let mut contributors: Vec<String> = Vec::new();
     let push_unique = |list: &mut Vec<String>, value: String| {
@@ -275,30 +232,17 @@ fn dublin_core(
             list.push(value);
         }
     };
-    for creator in record
-        .creators
-        .iter()
-        .filter(|creator| !creator.role.is_primary_creator())
-    {
+    for creator in record.creators.iter().filter(|creator| !creator.role.is_primary_creator()) {
         push_unique(&mut contributors, display_name(&creator.party_id, parties));
     }
-    for holding in holdings
-        .iter()
-        .filter(|holding| holding.right_type == RightType::RelatedRight)
-    {
-        push_unique(
-            &mut contributors,
-            display_name(&holding.holder.party_id, parties),
-        );
+    for holding in holdings.iter().filter(|holding| holding.right_type == RightType::RelatedRight) {
+        push_unique(&mut contributors, display_name(&holding.holder.party_id, parties));
     }
     let mut identifier = vec![lcc_id.to_owned()];
     identifier.extend(iswc.map(|iswc| format!("ISWC {iswc}")));
     identifier.extend(record.isrcs.iter().map(|isrc| format!("ISRC {isrc}")));
     let mut date: Vec<String> = record.created_on.iter().map(ToString::to_string).collect();
-    date.extend(
-        work.published_at
-            .map(|published| Date::of(published).to_string()),
-    );
+    date.extend(work.published_at.map(|published| Date::of(published).to_string()));
     let dcmi_type = match record.work_type {
         WorkType::MusicalWork | WorkType::SoundRecording => Some("Sound"),
         WorkType::LiteraryWork => Some("Text"),
@@ -307,43 +251,24 @@ fn dublin_core(
         WorkType::Software => Some("Software"),
         WorkType::Other => None,
     };
-    let coverage: BTreeSet<String> = holdings
-        .iter()
-        .map(|holding| holding.territory.clone())
-        .collect();
+    let coverage: BTreeSet<String> = holdings.iter().map(|holding| holding.territory.clone()).collect();
     let mut rights = Vec::new();
-    for (right_type, label) in [
-        (RightType::AuthorsRight, "Authors' rights"),
-        (RightType::RelatedRight, "Related rights"),
-    ] {
+    for (right_type, label) in
+        [(RightType::AuthorsRight, "Authors' rights"), (RightType::RelatedRight, "Related rights")]
+    {
         let held: Vec<String> = holdings
             .iter()
             .filter(|holding| holding.right_type == right_type)
-            .map(|holding| {
-                format!(
-                    "{} {}%",
-                    display_name(&holding.holder.party_id, parties),
-                    holding.share_percent
-                )
-            })
+            .map(|holding| format!("{} {}%", display_name(&holding.holder.party_id, parties), holding.share_percent))
             .collect();
         if !held.is_empty() {
             rights.push(format!("{label}: {}", held.join(", ")));
         }
     }
-    rights.push(
-        if open_for_licensing {
-            "Open for licensing"
-        } else {
-            "Not open for licensing"
-        }
-        .to_owned(),
-    );
+    rights.push(if open_for_licensing { "Open for licensing" } else { "Not open for licensing" }.to_owned());
     DublinCoreRecord {
         lcc_id: lcc_id.to_owned(),
-        title: std::iter::once(record.title.clone())
-            .chain(record.alternative_titles.iter().cloned())
-            .collect(),
+        title: std::iter::once(record.title.clone()).chain(record.alternative_titles.iter().cloned()).collect(),
         creator: record
             .creators
             .iter()
@@ -352,11 +277,7 @@ fn dublin_core(
             .collect(),
         subject: record.subjects.clone(),
         description: record.description.iter().cloned().collect(),
-        publisher: record
-            .publisher_party_id
-            .iter()
-            .map(|party| display_name(party, parties))
-            .collect(),
+        publisher: record.publisher_party_id.iter().map(|party| display_name(party, parties)).collect(),
         contributor: contributors,
         date,
         work_type: dcmi_type.into_iter().map(str::to_owned).collect(),
@@ -373,57 +294,30 @@ fn dublin_core(
 /// The scenarios a sandbox work demonstrates, derived from its documents.
 /// "Protection expired" is judged against the record's own last change, so
 /// that the catalogue does not depend on the day it was projected.
-fn work_scenarios(
-    verification: &VerificationInputs,
-    profile: &RightsProfile,
-    as_of: Date,
-) -> Vec<String> {
+fn work_scenarios(verification: &VerificationInputs, profile: &RightsProfile, as_of: Date) -> Vec<String> {
     let mut scenarios = Vec::new();
-    scenarios.push(
-        if profile.open_for_licensing {
-            "open_for_licensing"
-        } else {
-            "closed_for_licensing"
-        }
-        .to_owned(),
-    );
-    let holders: BTreeSet<&str> = profile
-        .holders
-        .iter()
-        .map(|holding| holding.holder.party_id.as_str())
-        .collect();
+    scenarios.push(if profile.open_for_licensing { "open_for_licensing" } else { "closed_for_licensing" }.to_owned());
+    let holders: BTreeSet<&str> = profile.holders.iter().map(|holding| holding.holder.party_id.as_str()).collect();
     match holders.len() {
         0 => scenarios.push("no_rights_recorded".to_owned()),
         1 => scenarios.push("single_holder".to_owned()),
         _ => scenarios.push("split_rights".to_owned()),
     }
-    if profile
-        .holders
-        .iter()
-        .any(|holding| holding.right_type == RightType::RelatedRight)
-    {
+    if profile.holders.iter().any(|holding| holding.right_type == RightType::RelatedRight) {
         scenarios.push("related_rights".to_owned());
     }
     if profile.shares.iter().any(|total| !total.complete) {
         scenarios.push("incomplete_rights_chain".to_owned());
     }
     let dispute = serde_json::to_value(verification.dispute_status).ok();
-    let dispute = dispute
-        .as_ref()
-        .and_then(serde_json::Value::as_str)
-        .unwrap_or("none");
+    let dispute = dispute.as_ref().and_then(serde_json::Value::as_str).unwrap_or("none");
     scenarios.push(format!("dispute_{dispute}"));
-    if verification
-        .protection_ends_on
-        .is_some_and(|ends| ends < as_of)
-    {
+    if verification.protection_ends_on.is_some_and(|ends| ends < as_of) {
         scenarios.push("protection_expired".to_owned());
     }
     match &verification.certificate {
         None => scenarios.push("no_certificate".to_owned()),
-        Some(certificate) if certificate.revoked => {
-            scenarios.push("certificate_revoked".to_owned())
-        }
+        Some(certificate) if certificate.revoked => scenarios.push("certificate_revoked".to_owned()),
         Some(_) => scenarios.push("certificate_valid".to_owned()),
     }
     if profile.iswc.is_some() {
@@ -467,11 +361,7 @@ pub fn render_license(
         let kind = serde_json::to_value(license.kind).ok();
         let status = serde_json::to_value(license.status).ok();
         let text = |value: &Option<serde_json::Value>| {
-            value
-                .as_ref()
-                .and_then(serde_json::Value::as_str)
-                .unwrap_or_default()
-                .to_ascii_lowercase()
+            value.as_ref().and_then(serde_json::Value::as_str).unwrap_or_default().to_ascii_lowercase()
         };
         SandboxFixture {
             id: license_id.to_owned(),

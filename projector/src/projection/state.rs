@@ -6,9 +6,7 @@
 //! second projector continues from exactly what the documents reflect.
 
 use read_model::calendar::{Date, Timestamp};
-use read_model::documents::{
-    CertificateRecord, DisputeSummary, LicenseKind, LicenseStatus, PartyKind, WorkStatus,
-};
+use read_model::documents::{CertificateRecord, DisputeSummary, LicenseKind, LicenseStatus, PartyKind, WorkStatus};
 use serde::{Deserialize, Serialize};
 
 use crate::contract::Topic;

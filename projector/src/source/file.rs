@@ -38,14 +38,8 @@ pub struct ListError {
 
 impl FileSource {
     pub fn new(directory: &Path, contract: Arc<Contract>) -> FileSource {
-        let canonical = directory
-            .canonicalize()
-            .unwrap_or_else(|_| directory.to_path_buf());
-        FileSource {
-            source_id: format!("file:{}", canonical.display()),
-            directory: canonical,
-            contract,
-        }
+        let canonical = directory.canonicalize().unwrap_or_else(|_| directory.to_path_buf());
+        FileSource { source_id: format!("file:{}", canonical.display()), directory: canonical, contract }
     }
 
     /// The id under which this source's checkpoints are stored.
@@ -55,10 +49,7 @@ impl FileSource {
 
     /// The `.avro` files of the directory, in name order.
     pub fn files(&self) -> Result<Vec<String>, ListError> {
-        let error = |error| ListError {
-            directory: self.directory.display().to_string(),
-            error,
-        };
+        let error = |error| ListError { directory: self.directory.display().to_string(), error };
         let mut names = Vec::new();
         for entry in std::fs::read_dir(&self.directory).map_err(error)? {
             let entry = entry.map_err(error)?;
@@ -77,33 +68,18 @@ impl FileSource {
     /// An unreadable stretch (a corrupt block, a broken header) ends the file:
     /// it is reported once, as a rejection at the first record that could not
     /// be read, and the file is not read past it.
-    pub fn read_file(
-        &self,
-        name: &str,
-        start: i64,
-        emit: &mut dyn FnMut(SourcedEvent) -> bool,
-    ) -> i64 {
-        let position = |offset| Position {
-            stream: name.to_owned(),
-            partition: 0,
-            offset,
-        };
+    pub fn read_file(&self, name: &str, start: i64, emit: &mut dyn FnMut(SourcedEvent) -> bool) -> i64 {
+        let position = |offset| Position { stream: name.to_owned(), partition: 0, offset };
         let reader = File::open(self.directory.join(name))
             .map_err(|error| error.to_string())
-            .and_then(|file| {
-                Reader::new(BufReader::with_capacity(1 << 20, file))
-                    .map_err(|error| error.to_string())
-            });
+            .and_then(|file| Reader::new(BufReader::with_capacity(1 << 20, file)).map_err(|error| error.to_string()));
         let reader = match reader {
             Ok(reader) => reader,
             Err(error) => {
                 if start == 0 {
                     emit(SourcedEvent {
                         position: position(0),
-                        outcome: Err(Rejection::unidentified(
-                            format!("unreadable Avro container file: {error}"),
-                            None,
-                        )),
+                        outcome: Err(Rejection::unidentified(format!("unreadable Avro container file: {error}"), None)),
                     });
                 }
                 return start.max(1);
@@ -124,18 +100,11 @@ impl FileSource {
             }
             let (outcome, stop) = match record {
                 Ok(value) => (self.decode(topic, resolver.as_ref(), value), false),
-                Err(error) => (
-                    Err(Rejection::unidentified(
-                        format!("unreadable from this record on: {error}"),
-                        topic,
-                    )),
-                    true,
-                ),
+                Err(error) => {
+                    (Err(Rejection::unidentified(format!("unreadable from this record on: {error}"), topic)), true)
+                }
             };
-            let proceed = emit(SourcedEvent {
-                position: position(offset),
-                outcome,
-            });
+            let proceed = emit(SourcedEvent { position: position(offset), outcome });
             offset += 1;
             if stop || !proceed {
                 break;
@@ -151,24 +120,13 @@ impl FileSource {
         value: apache_avro::types::Value,
     ) -> Result<crate::events::Event, Rejection> {
         let (Some(topic), Some(resolver)) = (topic, resolver) else {
-            return Err(Rejection::unidentified(
-                "the writer schema names no topic of the contract".into(),
-                None,
-            ));
+            return Err(Rejection::unidentified("the writer schema names no topic of the contract".into(), None));
         };
-        let resolver = resolver
-            .as_ref()
-            .map_err(|error| Rejection::unidentified(error.clone(), Some(topic)))?;
-        let value = resolver
-            .resolve(value)
-            .map_err(|error| Rejection::unidentified(error, Some(topic)))?;
-        let event = decode_event(&self.contract, topic, &value).map_err(|error| {
-            Rejection::unidentified(format!("undecodable: {error}"), Some(topic))
-        })?;
+        let resolver = resolver.as_ref().map_err(|error| Rejection::unidentified(error.clone(), Some(topic)))?;
+        let value = resolver.resolve(value).map_err(|error| Rejection::unidentified(error, Some(topic)))?;
+        let event = decode_event(&self.contract, topic, &value)
+            .map_err(|error| Rejection::unidentified(format!("undecodable: {error}"), Some(topic)))?;
         let snapshot = Rejection::of(&event, String::new());
-        validate(event).map_err(|reason| Rejection {
-            reason: format!("invalid: {reason}"),
-            ..snapshot
-        })
+        validate(event).map_err(|reason| Rejection { reason: format!("invalid: {reason}"), ..snapshot })
     }
 }

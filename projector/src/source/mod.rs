@@ -37,13 +37,7 @@ pub struct Rejection {
 impl Rejection {
     /// A rejection of an event known only by its position.
     pub fn unidentified(reason: String, topic: Option<Topic>) -> Rejection {
-        Rejection {
-            reason,
-            topic,
-            event_id: None,
-            event_type: None,
-            aggregate_id: None,
-        }
+        Rejection { reason, topic, event_id: None, event_type: None, aggregate_id: None }
     }
 
     /// A rejection of a decoded event.

@@ -34,26 +34,15 @@ impl Projection {
         let directory = tempfile::tempdir().expect("tempdir");
         let store = SqliteStore::open(directory.path().join("store")).expect("open store");
         store.migrate().await.expect("migrate");
-        store
-            .create_model_version(ModelVersion(1))
-            .await
-            .expect("create");
-        store
-            .activate_model_version(ModelVersion(1))
-            .await
-            .expect("activate");
+        store.create_model_version(ModelVersion(1)).await.expect("create");
+        store.activate_model_version(ModelVersion(1)).await.expect("activate");
         Projection { directory, store }
     }
 
     /// Writes `drafts` as files into a new events directory named `name`.
     pub fn write(&self, name: &str, drafts: Vec<Draft>, events_per_segment: usize) -> PathBuf {
         let events = self.directory.path().join(name);
-        let options = GenerateOptions {
-            works: 0,
-            seed: 3,
-            events_per_segment,
-            sandbox: false,
-        };
+        let options = GenerateOptions { works: 0, seed: 3, events_per_segment, sandbox: false };
         write_drafts(drafts, 0, &options, &events).expect("write drafts");
         events
     }
@@ -63,31 +52,13 @@ impl Projection {
         let source = FileSource::new(events, Arc::new(Contract::load().expect("contract")));
         let letters = DeadLetterFile::open(&self.dead_letter_path(events)).expect("dead letters");
         let store: Arc<dyn Store> = Arc::new(self.store.clone());
-        let options = RunOptions {
-            batch_size,
-            exit_when_caught_up: true,
-            poll_interval: Duration::from_millis(10),
-        };
-        run_file_source(
-            store,
-            ModelVersion(1),
-            source,
-            letters,
-            options,
-            std::future::pending(),
-        )
-        .await
-        .expect("run")
+        let options = RunOptions { batch_size, exit_when_caught_up: true, poll_interval: Duration::from_millis(10) };
+        run_file_source(store, ModelVersion(1), source, letters, options, std::future::pending()).await.expect("run")
     }
 
     pub fn dead_letter_path(&self, events: &Path) -> PathBuf {
-        let name = events
-            .file_name()
-            .map(|name| name.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        self.directory
-            .path()
-            .join(format!("{name}.dead-letters.jsonl"))
+        let name = events.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+        self.directory.path().join(format!("{name}.dead-letters.jsonl"))
     }
 
     pub async fn document<T: DeserializeOwned>(&self, kind: DocumentKind, id: &str) -> Option<T> {
@@ -120,23 +91,9 @@ pub fn personal(id: &str) -> PersonalData {
 }
 
 pub fn party(id: &str, name: &str, at: i64) -> Draft {
-    let kind = if id.contains("ORG") {
-        PartyKind::Organisation
-    } else {
-        PartyKind::Person
-    };
-    let profile = projector::events::PartyProfile {
-        name: name.into(),
-        kind,
-        ipi: None,
-        isni: None,
-    };
-    Draft::new(
-        Topic::Parties,
-        id,
-        at,
-        Payload::PartyRegistered(profile, personal(id)),
-    )
+    let kind = if id.contains("ORG") { PartyKind::Organisation } else { PartyKind::Person };
+    let profile = projector::events::PartyProfile { name: name.into(), kind, ipi: None, isni: None };
+    Draft::new(Topic::Parties, id, at, Payload::PartyRegistered(profile, personal(id)))
 }
 
 pub fn work(id: &str, creator: &str, at: i64) -> Draft {
@@ -145,10 +102,7 @@ pub fn work(id: &str, creator: &str, at: i64) -> Draft {
         alternative_titles: Vec::new(),
         iswc: None,
         isrcs: Vec::new(),
-        creators: vec![Creator {
-            party_id: creator.into(),
-            role: CreatorRole::Composer,
-        }],
+        creators: vec![Creator { party_id: creator.into(), role: CreatorRole::Composer }],
         language: Some("en".into()),
         work_type: WorkType::MusicalWork,
         created_on: Date::from_ymd(2001, 2, 3),
@@ -163,13 +117,7 @@ pub fn work(id: &str, creator: &str, at: i64) -> Draft {
     Draft::new(Topic::Works, id, at, Payload::WorkRegistered(record))
 }
 
-pub fn right(
-    work: &str,
-    suffix: &str,
-    holder: &str,
-    share: u32,
-    right_type: RightType,
-) -> RightRecord {
+pub fn right(work: &str, suffix: &str, holder: &str, share: u32, right_type: RightType) -> RightRecord {
     RightRecord {
         right_id: format!("{work}-{suffix}"),
         right_type,
@@ -189,10 +137,5 @@ pub fn rights(work: &str, at: i64, rights: Vec<RightRecord>, open: bool) -> Draf
 }
 
 pub fn published(work: &str, at: i64) -> Draft {
-    Draft::new(
-        Topic::Works,
-        work,
-        at,
-        Payload::WorkPublished(Timestamp(at)),
-    )
+    Draft::new(Topic::Works, work, at, Payload::WorkPublished(Timestamp(at)))
 }

@@ -28,8 +28,8 @@ pub use rights_profile::{RightHolding, RightsProfile, ShareTotal, percent_of};
 pub use sandbox_fixture::{FixtureResource, SandboxFixture};
 pub use verification::{CertificateRecord, VerificationInputs};
 pub use vocabulary::{
-    CreatorRole, DisputeStatus, DisputeSummary, HolderRole, LicenseKind, LicenseStatus, PartyKind,
-    PartyReference, RightType, WorkStatus, WorkType,
+    CreatorRole, DisputeStatus, DisputeSummary, HolderRole, LicenseKind, LicenseStatus, PartyKind, PartyReference,
+    RightType, WorkStatus, WorkType,
 };
 
 /// The kinds of single-key documents, each in a table of its own.

@@ -45,10 +45,7 @@ pub enum CreatorRole {
 impl CreatorRole {
     /// Whether Dublin Core lists this role under `creator` (else `contributor`).
     pub fn is_primary_creator(self) -> bool {
-        matches!(
-            self,
-            CreatorRole::Author | CreatorRole::Composer | CreatorRole::Lyricist
-        )
+        matches!(self, CreatorRole::Author | CreatorRole::Composer | CreatorRole::Lyricist)
     }
 }
 
@@ -138,10 +135,7 @@ pub enum DisputeStatus {
 impl DisputeStatus {
     /// Whether a dispute in this status is still open on the platform.
     pub fn is_unresolved(self) -> bool {
-        matches!(
-            self,
-            DisputeStatus::Open | DisputeStatus::UnderReview | DisputeStatus::InMediation
-        )
+        matches!(self, DisputeStatus::Open | DisputeStatus::UnderReview | DisputeStatus::InMediation)
     }
 }
 

@@ -29,19 +29,12 @@ pub(super) fn open_writer(path: &Path) -> Result<Connection, StoreError> {
 /// Opens a connection for reads; it never writes.
 pub(super) fn open_reader(path: &Path) -> Result<Connection, StoreError> {
     if !path.exists() {
-        return Err(StoreError::Unavailable(format!(
-            "{} does not exist",
-            path.display()
-        )));
+        return Err(StoreError::Unavailable(format!("{} does not exist", path.display())));
     }
-    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
-        | OpenFlags::SQLITE_OPEN_NO_MUTEX
-        | OpenFlags::SQLITE_OPEN_URI;
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
     let connection = Connection::open_with_flags(path, flags).map_err(from_sqlite)?;
     configure(&connection, -16_384)?;
-    connection
-        .execute_batch("PRAGMA query_only = ON;")
-        .map_err(from_sqlite)?;
+    connection.execute_batch("PRAGMA query_only = ON;").map_err(from_sqlite)?;
     Ok(connection)
 }
 
@@ -68,22 +61,12 @@ const MAX_IDLE_READERS: usize = 16;
 
 impl ReaderPool {
     pub(super) fn new(path: PathBuf) -> ReaderPool {
-        ReaderPool {
-            path,
-            idle: Mutex::new(Vec::new()),
-        }
+        ReaderPool { path, idle: Mutex::new(Vec::new()) }
     }
 
     /// Runs `read` on an idle connection, opening one when none is idle.
-    pub(super) fn with<T>(
-        &self,
-        read: impl FnOnce(&Connection) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
-        let pooled = self
-            .idle
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .pop();
+    pub(super) fn with<T>(&self, read: impl FnOnce(&Connection) -> Result<T, StoreError>) -> Result<T, StoreError> {
+        let pooled = self.idle.lock().unwrap_or_else(std::sync::PoisonError::into_inner).pop();
         let connection = match pooled {
             Some(connection) => connection,
             None => open_reader(&self.path)?,
@@ -92,10 +75,7 @@ impl ReaderPool {
         // A connection that failed for a reason other than the query may be
         // broken (file replaced, disk gone): drop it rather than reuse it.
         if !matches!(result, Err(StoreError::Unavailable(_))) {
-            let mut idle = self
-                .idle
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut idle = self.idle.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             if idle.len() < MAX_IDLE_READERS {
                 idle.push(connection);
             }

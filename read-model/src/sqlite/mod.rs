@@ -29,9 +29,8 @@ use self::errors::from_sqlite;
 use crate::documents::DocumentKind;
 use crate::identifiers::Audience;
 use crate::store::{
-    AggregateKey, Body, BulkPage, Checkpoint, DocumentReads, IdentifierKind, ModelVersion,
-    ModelVersionInfo, ModelVersions, PartyReferrer, ProjectionWrites, StoreError, StoredAggregate,
-    WriteBatch,
+    AggregateKey, Body, BulkPage, Checkpoint, DocumentReads, IdentifierKind, ModelVersion, ModelVersionInfo,
+    ModelVersions, PartyReferrer, ProjectionWrites, StoreError, StoredAggregate, WriteBatch,
 };
 
 /// How long a reader trusts its cached idea of the active version before
@@ -63,17 +62,12 @@ struct VersionFile {
 }
 
 impl VersionFile {
-    fn with_writer<T>(
-        &self,
-        write: impl FnOnce(&mut Connection) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
+    fn with_writer<T>(&self, write: impl FnOnce(&mut Connection) -> Result<T, StoreError>) -> Result<T, StoreError> {
         let mut slot = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
         if slot.is_none() {
             *slot = Some(open_writer(&self.path)?);
         }
-        let connection = slot
-            .as_mut()
-            .ok_or_else(|| StoreError::Unavailable("writer connection lost".into()))?;
+        let connection = slot.as_mut().ok_or_else(|| StoreError::Unavailable("writer connection lost".into()))?;
         let result = write(connection);
         if matches!(result, Err(StoreError::Unavailable(_))) {
             // Reopen on next use: the failure may have left the connection unusable.
@@ -87,9 +81,8 @@ impl SqliteStore {
     /// Opens (creating when missing) the store in `directory`.
     pub fn open(directory: impl AsRef<Path>) -> Result<SqliteStore, StoreError> {
         let directory = directory.as_ref().to_path_buf();
-        std::fs::create_dir_all(&directory).map_err(|error| {
-            StoreError::Unavailable(format!("cannot create {}: {error}", directory.display()))
-        })?;
+        std::fs::create_dir_all(&directory)
+            .map_err(|error| StoreError::Unavailable(format!("cannot create {}: {error}", directory.display())))?;
         let catalog_path = directory.join("catalog.sqlite");
         let catalog_writer = open_writer(&catalog_path)?;
         schema::migrate_catalog(&catalog_writer)?;
@@ -111,26 +104,16 @@ impl SqliteStore {
 
     /// The file of a model version.
     pub fn model_file(&self, version: ModelVersion) -> PathBuf {
-        self.inner
-            .directory
-            .join(format!("model-v{}.sqlite", version.0))
+        self.inner.directory.join(format!("model-v{}.sqlite", version.0))
     }
 
     fn version_file(&self, version: ModelVersion) -> Arc<VersionFile> {
-        let mut versions = self
-            .inner
-            .versions
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut versions = self.inner.versions.lock().unwrap_or_else(PoisonError::into_inner);
         versions
             .entry(version)
             .or_insert_with(|| {
                 let path = self.model_file(version);
-                Arc::new(VersionFile {
-                    readers: ReaderPool::new(path.clone()),
-                    path,
-                    writer: Mutex::new(None),
-                })
+                Arc::new(VersionFile { readers: ReaderPool::new(path.clone()), path, writer: Mutex::new(None) })
             })
             .clone()
     }
@@ -143,20 +126,12 @@ impl SqliteStore {
                 .and_then(|mut statement| statement.exists([version.0]))
                 .map_err(from_sqlite)
         })?;
-        if known {
-            Ok(self.version_file(version))
-        } else {
-            Err(StoreError::UnknownModelVersion(version))
-        }
+        if known { Ok(self.version_file(version)) } else { Err(StoreError::UnknownModelVersion(version)) }
     }
 
     fn read_active_version(&self) -> Result<Option<ModelVersion>, StoreError> {
         {
-            let cached = self
-                .inner
-                .active
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
+            let cached = self.inner.active.lock().unwrap_or_else(PoisonError::into_inner);
             if let Some((version, read_at)) = *cached
                 && read_at.elapsed() < ACTIVE_VERSION_TTL
             {
@@ -166,30 +141,17 @@ impl SqliteStore {
         let version = self.inner.catalog_readers.with(|connection| {
             connection
                 .prepare_cached("SELECT version FROM active_model_version WHERE singleton = 1")
-                .and_then(|mut statement| {
-                    statement
-                        .query_row([], |row| row.get::<_, u32>(0))
-                        .optional()
-                })
+                .and_then(|mut statement| statement.query_row([], |row| row.get::<_, u32>(0)).optional())
                 .map_err(from_sqlite)
         })?;
         let version = version.map(ModelVersion);
-        *self
-            .inner
-            .active
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Some((version, Instant::now()));
+        *self.inner.active.lock().unwrap_or_else(PoisonError::into_inner) = Some((version, Instant::now()));
         Ok(version)
     }
 
     /// Runs a read on the active version.
-    fn read_active<T>(
-        &self,
-        read: impl FnOnce(&Connection) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
-        let version = self
-            .read_active_version()?
-            .ok_or(StoreError::NoActiveModelVersion)?;
+    fn read_active<T>(&self, read: impl FnOnce(&Connection) -> Result<T, StoreError>) -> Result<T, StoreError> {
+        let version = self.read_active_version()?.ok_or(StoreError::NoActiveModelVersion)?;
         self.version_file(version).readers.with(read)
     }
 
@@ -197,11 +159,7 @@ impl SqliteStore {
         &self,
         write: impl FnOnce(&mut Connection) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        let mut connection = self
-            .inner
-            .catalog_writer
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut connection = self.inner.catalog_writer.lock().unwrap_or_else(PoisonError::into_inner);
         write(&mut connection)
     }
 }
@@ -225,12 +183,7 @@ impl DocumentReads for SqliteStore {
         self.read_active(|connection| reads::works_by_identifier(connection, kind, code, audience))
     }
 
-    async fn bulk_page(
-        &self,
-        audience: Audience,
-        offset: u64,
-        limit: u32,
-    ) -> Result<BulkPage, StoreError> {
+    async fn bulk_page(&self, audience: Audience, offset: u64, limit: u32) -> Result<BulkPage, StoreError> {
         self.read_active(|connection| reads::bulk_page(connection, audience, offset, limit))
     }
 
@@ -239,11 +192,7 @@ impl DocumentReads for SqliteStore {
     }
 
     async fn ping(&self) -> Result<(), StoreError> {
-        self.read_active(|connection| {
-            connection
-                .query_row("SELECT 1", [], |_| Ok(()))
-                .map_err(from_sqlite)
-        })
+        self.read_active(|connection| connection.query_row("SELECT 1", [], |_| Ok(())).map_err(from_sqlite))
     }
 }
 
@@ -254,8 +203,7 @@ impl ProjectionWrites for SqliteStore {
         version: ModelVersion,
         keys: &[AggregateKey],
     ) -> Result<HashMap<AggregateKey, StoredAggregate>, StoreError> {
-        self.known_version_file(version)?
-            .with_writer(|connection| reads::aggregates(connection, keys))
+        self.known_version_file(version)?.with_writer(|connection| reads::aggregates(connection, keys))
     }
 
     async fn party_referrers(
@@ -263,30 +211,18 @@ impl ProjectionWrites for SqliteStore {
         version: ModelVersion,
         party_ids: &[String],
     ) -> Result<Vec<(String, PartyReferrer)>, StoreError> {
-        self.known_version_file(version)?
-            .with_writer(|connection| reads::party_referrers(connection, party_ids))
+        self.known_version_file(version)?.with_writer(|connection| reads::party_referrers(connection, party_ids))
     }
 
-    async fn checkpoints(
-        &self,
-        version: ModelVersion,
-        source: &str,
-    ) -> Result<Vec<Checkpoint>, StoreError> {
-        self.known_version_file(version)?
-            .with_writer(|connection| reads::checkpoints(connection, source))
+    async fn checkpoints(&self, version: ModelVersion, source: &str) -> Result<Vec<Checkpoint>, StoreError> {
+        self.known_version_file(version)?.with_writer(|connection| reads::checkpoints(connection, source))
     }
 
-    async fn apply_batch(
-        &self,
-        version: ModelVersion,
-        batch: WriteBatch,
-    ) -> Result<(), StoreError> {
+    async fn apply_batch(&self, version: ModelVersion, batch: WriteBatch) -> Result<(), StoreError> {
         let file = self.known_version_file(version)?;
-        tokio::task::spawn_blocking(move || {
-            file.with_writer(|connection| writes::apply_batch(connection, &batch))
-        })
-        .await
-        .map_err(|error| StoreError::Unavailable(format!("batch write task failed: {error}")))?
+        tokio::task::spawn_blocking(move || file.with_writer(|connection| writes::apply_batch(connection, &batch)))
+            .await
+            .map_err(|error| StoreError::Unavailable(format!("batch write task failed: {error}")))?
     }
 }
 
@@ -295,8 +231,7 @@ impl ModelVersions for SqliteStore {
     async fn migrate(&self) -> Result<(), StoreError> {
         self.with_catalog_writer(|connection| schema::migrate_catalog(connection))?;
         for info in self.model_versions().await? {
-            self.version_file(info.version)
-                .with_writer(|connection| schema::migrate_model(connection))?;
+            self.version_file(info.version).with_writer(|connection| schema::migrate_model(connection))?;
         }
         Ok(())
     }
@@ -307,9 +242,7 @@ impl ModelVersions for SqliteStore {
             let mut statement = connection
                 .prepare_cached("SELECT version FROM model_versions ORDER BY version")
                 .map_err(from_sqlite)?;
-            let rows = statement
-                .query_map([], |row| row.get::<_, u32>(0))
-                .map_err(from_sqlite)?;
+            let rows = statement.query_map([], |row| row.get::<_, u32>(0)).map_err(from_sqlite)?;
             rows.collect::<Result<Vec<u32>, _>>().map_err(from_sqlite)
         })?;
         Ok(versions
@@ -322,14 +255,10 @@ impl ModelVersions for SqliteStore {
     }
 
     async fn create_model_version(&self, version: ModelVersion) -> Result<(), StoreError> {
-        self.version_file(version)
-            .with_writer(|connection| schema::migrate_model(connection))?;
+        self.version_file(version).with_writer(|connection| schema::migrate_model(connection))?;
         self.with_catalog_writer(|connection| {
             connection
-                .execute(
-                    "INSERT OR IGNORE INTO model_versions (version) VALUES (?1)",
-                    [version.0],
-                )
+                .execute("INSERT OR IGNORE INTO model_versions (version) VALUES (?1)", [version.0])
                 .map_err(from_sqlite)
                 .map(drop)
         })
@@ -347,21 +276,13 @@ impl ModelVersions for SqliteStore {
                 .map_err(from_sqlite)
                 .map(drop)
         })?;
-        *self
-            .inner
-            .active
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Some((Some(version), Instant::now()));
+        *self.inner.active.lock().unwrap_or_else(PoisonError::into_inner) = Some((Some(version), Instant::now()));
         Ok(())
     }
 
     async fn drop_model_version(&self, version: ModelVersion) -> Result<(), StoreError> {
         self.known_version_file(version)?;
-        self.inner
-            .active
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
+        self.inner.active.lock().unwrap_or_else(PoisonError::into_inner).take();
         if self.active_model_version().await? == Some(version) {
             return Err(StoreError::ActiveModelVersion(version));
         }
@@ -371,21 +292,14 @@ impl ModelVersions for SqliteStore {
                 .map_err(from_sqlite)
                 .map(drop)
         })?;
-        self.inner
-            .versions
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&version);
+        self.inner.versions.lock().unwrap_or_else(PoisonError::into_inner).remove(&version);
         let path = self.model_file(version);
         for suffix in ["", "-wal", "-shm"] {
             let file = PathBuf::from(format!("{}{suffix}", path.display()));
             if let Err(error) = std::fs::remove_file(&file)
                 && error.kind() != std::io::ErrorKind::NotFound
             {
-                return Err(StoreError::Unavailable(format!(
-                    "cannot remove {}: {error}",
-                    file.display()
-                )));
+                return Err(StoreError::Unavailable(format!("cannot remove {}: {error}", file.display())));
             }
         }
         Ok(())

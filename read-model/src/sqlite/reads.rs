@@ -10,15 +10,10 @@ use crate::bulk::plan_page;
 use crate::documents::DocumentKind;
 use crate::identifiers::Audience;
 use crate::store::{
-    AggregateKey, Body, BulkPage, Checkpoint, IdentifierKind, PartyReferrer, StoreError,
-    StoredAggregate,
+    AggregateKey, Body, BulkPage, Checkpoint, IdentifierKind, PartyReferrer, StoreError, StoredAggregate,
 };
 
-pub(super) fn document(
-    connection: &Connection,
-    kind: DocumentKind,
-    key: &str,
-) -> Result<Option<Body>, StoreError> {
+pub(super) fn document(connection: &Connection, kind: DocumentKind, key: &str) -> Result<Option<Body>, StoreError> {
     connection
         .prepare_cached(&format!("SELECT body FROM {} WHERE id = ?1", kind.table()))
         .and_then(|mut statement| statement.query_row([key], |row| row.get(0)).optional())
@@ -32,9 +27,7 @@ pub(super) fn provenance(connection: &Connection, lcc_id: &str) -> Result<Vec<Bo
              ORDER BY recorded_at, topic, aggregate_version",
         )
         .map_err(from_sqlite)?;
-    let rows = statement
-        .query_map([lcc_id], |row| row.get(0))
-        .map_err(from_sqlite)?;
+    let rows = statement.query_map([lcc_id], |row| row.get(0)).map_err(from_sqlite)?;
     rows.collect::<Result<_, _>>().map_err(from_sqlite)
 }
 
@@ -49,11 +42,8 @@ pub(super) fn works_by_identifier(
             "SELECT lcc_id FROM identifier_index WHERE kind = ?1 AND code = ?2 AND audience = ?3 ORDER BY lcc_id",
         )
         .map_err(from_sqlite)?;
-    let rows = statement
-        .query_map(params![kind.code(), code, audience.code()], |row| {
-            row.get(0)
-        })
-        .map_err(from_sqlite)?;
+    let rows =
+        statement.query_map(params![kind.code(), code, audience.code()], |row| row.get(0)).map_err(from_sqlite)?;
     rows.collect::<Result<_, _>>().map_err(from_sqlite)
 }
 
@@ -69,16 +59,11 @@ pub(super) fn bulk_page(
                 "SELECT bucket, row_count FROM bulk_bucket_counts WHERE audience = ?1 AND row_count > 0 ORDER BY bucket",
             )
             .map_err(from_sqlite)?;
-        let rows = statement
-            .query_map([audience.code()], |row| Ok((row.get(0)?, row.get(1)?)))
-            .map_err(from_sqlite)?;
+        let rows = statement.query_map([audience.code()], |row| Ok((row.get(0)?, row.get(1)?))).map_err(from_sqlite)?;
         rows.collect::<Result<_, _>>().map_err(from_sqlite)?
     };
     let plan = plan_page(&counts, offset, u64::from(limit));
-    let mut page = BulkPage {
-        rows: Vec::with_capacity(limit as usize),
-        total: plan.total,
-    };
+    let mut page = BulkPage { rows: Vec::with_capacity(limit as usize), total: plan.total };
     let mut statement = connection
         .prepare_cached(
             "SELECT body FROM bulk_rows WHERE audience = ?1 AND bucket = ?2 ORDER BY lcc_id LIMIT ?3 OFFSET ?4",
@@ -88,9 +73,7 @@ pub(super) fn bulk_page(
         let take = i64::try_from(read.take).unwrap_or(i64::MAX);
         let skip = i64::try_from(read.skip).unwrap_or(i64::MAX);
         let rows = statement
-            .query_map(params![audience.code(), read.bucket, take, skip], |row| {
-                row.get(0)
-            })
+            .query_map(params![audience.code(), read.bucket, take, skip], |row| row.get(0))
             .map_err(from_sqlite)?;
         for row in rows {
             page.rows.push(row.map_err(from_sqlite)?);
@@ -100,12 +83,9 @@ pub(super) fn bulk_page(
 }
 
 pub(super) fn sandbox_fixtures(connection: &Connection) -> Result<Vec<Body>, StoreError> {
-    let mut statement = connection
-        .prepare_cached("SELECT body FROM sandbox_fixtures ORDER BY id")
-        .map_err(from_sqlite)?;
-    let rows = statement
-        .query_map([], |row| row.get(0))
-        .map_err(from_sqlite)?;
+    let mut statement =
+        connection.prepare_cached("SELECT body FROM sandbox_fixtures ORDER BY id").map_err(from_sqlite)?;
+    let rows = statement.query_map([], |row| row.get(0)).map_err(from_sqlite)?;
     rows.collect::<Result<_, _>>().map_err(from_sqlite)
 }
 
@@ -120,10 +100,7 @@ pub(super) fn aggregates(
     for key in keys {
         let row = statement
             .query_row(params![key.topic, key.id], |row| {
-                Ok(StoredAggregate {
-                    version: row.get::<_, i64>(0)? as u64,
-                    state: row.get(1)?,
-                })
+                Ok(StoredAggregate { version: row.get::<_, i64>(0)? as u64, state: row.get(1)? })
             })
             .optional()
             .map_err(from_sqlite)?;
@@ -139,16 +116,12 @@ pub(super) fn party_referrers(
     party_ids: &[String],
 ) -> Result<Vec<(String, PartyReferrer)>, StoreError> {
     let mut statement = connection
-        .prepare_cached(
-            "SELECT referrer_kind, referrer_id FROM party_references WHERE party_id = ?1",
-        )
+        .prepare_cached("SELECT referrer_kind, referrer_id FROM party_references WHERE party_id = ?1")
         .map_err(from_sqlite)?;
     let mut referrers = Vec::new();
     for party_id in party_ids {
         let rows = statement
-            .query_map([party_id], |row| {
-                Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
-            })
+            .query_map([party_id], |row| Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?)))
             .map_err(from_sqlite)?;
         for row in rows {
             let (kind, id) = row.map_err(from_sqlite)?;
@@ -156,9 +129,7 @@ pub(super) fn party_referrers(
                 "work" => PartyReferrer::Work(id),
                 "license" => PartyReferrer::License(id),
                 other => {
-                    return Err(StoreError::Corrupt(format!(
-                        "unknown referrer kind {other:?}"
-                    )));
+                    return Err(StoreError::Corrupt(format!("unknown referrer kind {other:?}")));
                 }
             };
             referrers.push((party_id.clone(), referrer));
@@ -167,10 +138,7 @@ pub(super) fn party_referrers(
     Ok(referrers)
 }
 
-pub(super) fn checkpoints(
-    connection: &Connection,
-    source: &str,
-) -> Result<Vec<Checkpoint>, StoreError> {
+pub(super) fn checkpoints(connection: &Connection, source: &str) -> Result<Vec<Checkpoint>, StoreError> {
     let mut statement = connection
         .prepare_cached(
             "SELECT stream, partition, next_offset FROM checkpoints WHERE source = ?1 ORDER BY stream, partition",

@@ -25,17 +25,13 @@ pub(super) fn migrate_model(connection: &Connection) -> Result<(), StoreError> {
 }
 
 fn migrate(connection: &Connection, ddl: &str) -> Result<(), StoreError> {
-    let revision: i64 = connection
-        .query_row("PRAGMA user_version", [], |row| row.get(0))
-        .map_err(from_sqlite)?;
+    let revision: i64 = connection.query_row("PRAGMA user_version", [], |row| row.get(0)).map_err(from_sqlite)?;
     if revision > SCHEMA_REVISION {
         return Err(StoreError::Corrupt(format!(
             "schema revision {revision} is newer than this program's {SCHEMA_REVISION}"
         )));
     }
     connection
-        .execute_batch(&format!(
-            "BEGIN IMMEDIATE; {ddl}; PRAGMA user_version = {SCHEMA_REVISION}; COMMIT;"
-        ))
+        .execute_batch(&format!("BEGIN IMMEDIATE; {ddl}; PRAGMA user_version = {SCHEMA_REVISION}; COMMIT;"))
         .map_err(from_sqlite)
 }

@@ -9,13 +9,8 @@ use crate::bulk::bulk_bucket;
 use crate::identifiers::Audience;
 use crate::store::{PartyReferrer, StoreError, WriteBatch};
 
-pub(super) fn apply_batch(
-    connection: &mut Connection,
-    batch: &WriteBatch,
-) -> Result<(), StoreError> {
-    let transaction = connection
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(from_sqlite)?;
+pub(super) fn apply_batch(connection: &mut Connection, batch: &WriteBatch) -> Result<(), StoreError> {
+    let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate).map_err(from_sqlite)?;
     write_documents(&transaction, batch)?;
     write_bulk_rows(&transaction, batch)?;
     write_state(&transaction, batch)?;
@@ -46,13 +41,7 @@ fn write_documents(connection: &Connection, batch: &WriteBatch) -> Result<(), St
         .map_err(from_sqlite)?;
     for row in &batch.provenance {
         provenance
-            .execute(params![
-                row.lcc_id,
-                row.recorded_at,
-                row.topic,
-                row.aggregate_version as i64,
-                row.body
-            ])
+            .execute(params![row.lcc_id, row.recorded_at, row.topic, row.aggregate_version as i64, row.body])
             .map_err(from_sqlite)?;
     }
     for (kind, code, lcc_id, present) in &batch.identifiers {
@@ -64,12 +53,7 @@ fn write_documents(connection: &Connection, batch: &WriteBatch) -> Result<(), St
         connection
             .prepare_cached(sql)
             .and_then(|mut statement| {
-                statement.execute(params![
-                    kind.code(),
-                    code,
-                    Audience::of(lcc_id).code(),
-                    lcc_id
-                ])
+                statement.execute(params![kind.code(), code, Audience::of(lcc_id).code(), lcc_id])
             })
             .map_err(from_sqlite)?;
     }
@@ -97,9 +81,7 @@ fn write_bulk_rows(connection: &Connection, batch: &WriteBatch) -> Result<(), St
         let audience = Audience::of(lcc_id).code();
         let bucket = bulk_bucket(lcc_id);
         let existed = connection
-            .prepare_cached(
-                "SELECT 1 FROM bulk_rows WHERE audience = ?1 AND bucket = ?2 AND lcc_id = ?3",
-            )
+            .prepare_cached("SELECT 1 FROM bulk_rows WHERE audience = ?1 AND bucket = ?2 AND lcc_id = ?3")
             .and_then(|mut statement| statement.exists(params![audience, bucket, lcc_id]))
             .map_err(from_sqlite)?;
         match (body, existed) {
@@ -131,11 +113,14 @@ fn write_bulk_rows(connection: &Connection, batch: &WriteBatch) -> Result<(), St
              ON CONFLICT (audience, bucket) DO UPDATE SET row_count = row_count + excluded.row_count",
         )
         .map_err(from_sqlite)?;
+    // Empty buckets have no row, so equal contents give equal tables whatever the history.
+    let mut drop_empty = connection
+        .prepare_cached("DELETE FROM bulk_bucket_counts WHERE audience = ?1 AND bucket = ?2 AND row_count = 0")
+        .map_err(from_sqlite)?;
     for ((audience, bucket), change) in count_changes {
         if change != 0 {
-            counts
-                .execute(params![audience, bucket, change])
-                .map_err(from_sqlite)?;
+            counts.execute(params![audience, bucket, change]).map_err(from_sqlite)?;
+            drop_empty.execute(params![audience, bucket]).map_err(from_sqlite)?;
         }
     }
     Ok(())
@@ -150,14 +135,7 @@ fn write_state(connection: &Connection, batch: &WriteBatch) -> Result<(), StoreE
         )
         .map_err(from_sqlite)?;
     for (key, stored) in &batch.aggregates {
-        aggregates
-            .execute(params![
-                key.topic,
-                key.id,
-                stored.version as i64,
-                stored.state
-            ])
-            .map_err(from_sqlite)?;
+        aggregates.execute(params![key.topic, key.id, stored.version as i64, stored.state]).map_err(from_sqlite)?;
     }
     for (party_id, referrer, present) in &batch.party_references {
         let (kind, id) = match referrer {
@@ -182,12 +160,7 @@ fn write_state(connection: &Connection, batch: &WriteBatch) -> Result<(), StoreE
         .map_err(from_sqlite)?;
     for checkpoint in &batch.checkpoints {
         checkpoints
-            .execute(params![
-                checkpoint.source,
-                checkpoint.stream,
-                checkpoint.partition,
-                checkpoint.next_offset
-            ])
+            .execute(params![checkpoint.source, checkpoint.stream, checkpoint.partition, checkpoint.next_offset])
             .map_err(from_sqlite)?;
     }
     Ok(())
