@@ -163,6 +163,12 @@ pub async fn projector_state_round_trips(store: &dyn Store) {
             ("PTY-1".into(), PartyReferrer::License("LIC-1".into()), true),
             ("PTY-2".into(), PartyReferrer::Work("LCC-1".into()), true),
         ],
+        checkpoints: vec![Checkpoint {
+            source: "file:x".into(),
+            stream: "a.avro".into(),
+            partition: 0,
+            next_offset: 10,
+        }],
         ..WriteBatch::default()
     };
     store.apply_batch(V1, batch).await.expect("write");
@@ -185,6 +191,12 @@ pub async fn projector_state_round_trips(store: &dyn Store) {
         fixtures: vec![("SANDBOX-LCC-2".into(), None)],
         aggregates: vec![(key("works", "LCC-1"), StoredAggregate { version: 4, state: body("s4") })],
         party_references: vec![("PTY-1".into(), PartyReferrer::Work("LCC-1".into()), false)],
+        checkpoints: vec![Checkpoint {
+            source: "file:x".into(),
+            stream: "a.avro".into(),
+            partition: 0,
+            next_offset: 25,
+        }],
         ..WriteBatch::default()
     };
     store.apply_batch(V1, batch).await.expect("write");

@@ -46,17 +46,18 @@ struct Entry {
 
 type Key = (Topic, String);
 
-/// In-memory view of the aggregates a batch touches.
+/// In-memory view of the aggregates a batch touches, by topic then id (so a
+/// lookup by `&str` allocates nothing).
 #[derive(Debug, Default)]
 struct Aggregates {
-    entries: HashMap<Key, Entry>,
+    entries: HashMap<Topic, HashMap<String, Entry>>,
 }
 
 impl Aggregates {
     async fn load(&mut self, store: &dyn Store, version: ModelVersion, keys: BTreeSet<Key>) -> Result<(), StoreError> {
         let missing: Vec<AggregateKey> = keys
             .into_iter()
-            .filter(|key| !self.entries.contains_key(key))
+            .filter(|(topic, id)| !self.entries.get(topic).is_some_and(|entries| entries.contains_key(id)))
             .map(|(topic, id)| AggregateKey { topic: topic.name().to_owned(), id })
             .collect();
         if missing.is_empty() {
@@ -74,24 +75,29 @@ impl Aggregates {
                 }
                 None => (0, None),
             };
-            self.entries.insert((topic, key.id), Entry { version, before: state.clone(), state, changed: false });
+            let entry = Entry { version, before: state.clone(), state, changed: false };
+            self.entries.entry(topic).or_default().insert(key.id, entry);
         }
         Ok(())
     }
 
+    fn entry(&self, topic: Topic, id: &str) -> Option<&Entry> {
+        self.entries.get(&topic)?.get(id)
+    }
+
     fn state(&self, topic: Topic, id: &str) -> Option<&AggregateState> {
-        self.entries.get(&(topic, id.to_owned())).and_then(|entry| entry.state.as_ref())
+        self.entry(topic, id)?.state.as_ref()
     }
 
     fn before(&self, topic: Topic, id: &str) -> Option<&AggregateState> {
-        self.entries.get(&(topic, id.to_owned())).and_then(|entry| entry.before.as_ref())
+        self.entry(topic, id)?.before.as_ref()
     }
 
     fn parties(&self) -> HashMap<String, PartyState> {
-        self.entries
-            .iter()
-            .filter_map(|((topic, id), entry)| match (topic, &entry.state) {
-                (Topic::Parties, Some(AggregateState::Party(party))) => Some((id.clone(), party.clone())),
+        let parties = self.entries.get(&Topic::Parties).into_iter().flatten();
+        parties
+            .filter_map(|(id, entry)| match &entry.state {
+                Some(AggregateState::Party(party)) => Some((id.clone(), party.clone())),
                 _ => None,
             })
             .collect()
@@ -105,6 +111,43 @@ macro_rules! state_of {
             _ => None,
         }
     };
+}
+
+/// Which of a work's documents a change can alter; the others are not rewritten.
+///
+/// Each document depends on a fixed set of aggregates (its `updatedAt`
+/// included), so an event on a topic outside that set leaves it as it is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Stale {
+    rights_profile: bool,
+    verification: bool,
+    metadata: bool,
+    evidence: bool,
+    bulk: bool,
+}
+
+impl Stale {
+    const ALL: Stale = Stale { rights_profile: true, verification: true, metadata: true, evidence: true, bulk: true };
+    /// Party names appear in every document but the verification inputs.
+    const PARTY_CHANGE: Stale = Stale { verification: false, ..Stale::ALL };
+    /// Disputes and certificates feed verification and evidence only.
+    const VERIFICATION_INPUTS: Stale =
+        Stale { rights_profile: false, verification: true, metadata: false, evidence: true, bulk: false };
+
+    fn of_topic(topic: Topic) -> Stale {
+        match topic {
+            Topic::Disputes | Topic::Certificates => Stale::VERIFICATION_INPUTS,
+            _ => Stale::ALL,
+        }
+    }
+
+    fn merge(&mut self, other: Stale) {
+        self.rights_profile |= other.rights_profile;
+        self.verification |= other.verification;
+        self.metadata |= other.metadata;
+        self.evidence |= other.evidence;
+        self.bulk |= other.bulk;
+    }
 }
 
 /// Projects one batch of events read from `source`.
@@ -124,7 +167,7 @@ pub async fn project_batch(
     aggregates.load(store, version, own_keys).await?;
 
     let mut next_offsets: BTreeMap<(String, i32), i64> = BTreeMap::new();
-    let mut dirty_works = BTreeSet::new();
+    let mut dirty_works: BTreeMap<String, Stale> = BTreeMap::new();
     let mut dirty_licenses = BTreeSet::new();
     let mut dirty_parties = Vec::new();
     for sourced in events {
@@ -138,8 +181,8 @@ pub async fn project_batch(
                 continue;
             }
         };
-        let key = (event.topic, event.envelope.aggregate_id.clone());
-        let Some(entry) = aggregates.entries.get_mut(&key) else {
+        let entries = aggregates.entries.get_mut(&event.topic);
+        let Some(entry) = entries.and_then(|entries| entries.get_mut(&event.envelope.aggregate_id)) else {
             continue;
         };
         if event.envelope.aggregate_version <= entry.version {
@@ -160,12 +203,14 @@ pub async fn project_batch(
 
     for (_, referrer) in store.party_referrers(version, &dirty_parties).await? {
         match referrer {
-            PartyReferrer::Work(id) => dirty_works.insert(id),
-            PartyReferrer::License(id) => dirty_licenses.insert(id),
-        };
+            PartyReferrer::Work(id) => dirty_works.entry(id).or_default().merge(Stale::PARTY_CHANGE),
+            PartyReferrer::License(id) => {
+                dirty_licenses.insert(id);
+            }
+        }
     }
     let siblings = dirty_works
-        .iter()
+        .keys()
         .flat_map(|id| {
             [Topic::Works, Topic::Rights, Topic::Disputes, Topic::Certificates].map(|topic| (topic, id.clone()))
         })
@@ -173,7 +218,7 @@ pub async fn project_batch(
         .collect();
     aggregates.load(store, version, siblings).await?;
     let mut named_parties = BTreeSet::new();
-    for id in &dirty_works {
+    for id in dirty_works.keys() {
         if let Some(work) = state_of!(aggregates, state, Topic::Works, id, Work) {
             named_parties.extend(parties_named_by_work(work, state_of!(aggregates, state, Topic::Rights, id, Rights)));
         }
@@ -186,15 +231,20 @@ pub async fn project_batch(
     aggregates.load(store, version, named_parties.into_iter().map(|id| (Topic::Parties, id)).collect()).await?;
 
     let parties = aggregates.parties();
-    for id in &dirty_works {
-        write_work(&aggregates, &parties, id, &mut outcome.write);
+    for (id, stale) in &dirty_works {
+        write_work(&aggregates, &parties, id, *stale, &mut outcome.write);
     }
     for id in &dirty_licenses {
         write_license(&aggregates, &parties, id, &mut outcome.write);
     }
-    let mut changed: Vec<(&Key, &Entry)> = aggregates.entries.iter().filter(|(_, entry)| entry.changed).collect();
-    changed.sort_by(|left, right| left.0.cmp(right.0));
-    for ((topic, id), entry) in changed {
+    let mut changed: Vec<(Topic, &String, &Entry)> = aggregates
+        .entries
+        .iter()
+        .flat_map(|(topic, entries)| entries.iter().map(move |(id, entry)| (*topic, id, entry)))
+        .filter(|(_, _, entry)| entry.changed)
+        .collect();
+    changed.sort_by(|left, right| (left.0, left.1).cmp(&(right.0, right.1)));
+    for (topic, id, entry) in changed {
         if let Some(state) = &entry.state {
             outcome.write.aggregates.push((
                 AggregateKey { topic: topic.name().to_owned(), id: id.clone() },
@@ -218,7 +268,7 @@ pub async fn project_batch(
 fn note_applied(
     event: &Event,
     write: &mut WriteBatch,
-    dirty_works: &mut BTreeSet<String>,
+    dirty_works: &mut BTreeMap<String, Stale>,
     dirty_licenses: &mut BTreeSet<String>,
     dirty_parties: &mut Vec<String>,
 ) {
@@ -233,7 +283,7 @@ fn note_applied(
             }
         }
         Topic::Works | Topic::Rights | Topic::Disputes | Topic::Certificates => {
-            dirty_works.insert(id.clone());
+            dirty_works.entry(id.clone()).or_default().merge(Stale::of_topic(event.topic));
             let entry = read_model::documents::ProvenanceEntry {
                 event_id: event.envelope.event_id.clone(),
                 event_type: event.envelope.event_type.clone(),
@@ -273,7 +323,13 @@ fn identifiers(work: Option<&WorkState>) -> BTreeSet<(IdentifierKind, String)> {
         .collect()
 }
 
-fn write_work(aggregates: &Aggregates, parties: &HashMap<String, PartyState>, id: &str, write: &mut WriteBatch) {
+fn write_work(
+    aggregates: &Aggregates,
+    parties: &HashMap<String, PartyState>,
+    id: &str,
+    stale: Stale,
+    write: &mut WriteBatch,
+) {
     let work = state_of!(aggregates, state, Topic::Works, id, Work);
     let rights = state_of!(aggregates, state, Topic::Rights, id, Rights);
     let work_before = state_of!(aggregates, before, Topic::Works, id, Work);
@@ -307,12 +363,21 @@ fn write_work(aggregates: &Aggregates, parties: &HashMap<String, PartyState>, id
         certificate: state_of!(aggregates, state, Topic::Certificates, id, Certificate),
         parties,
     });
-    write.documents.push((DocumentKind::RightsProfile, id.to_owned(), Some(to_body(&rendered.rights_profile))));
-    write.documents.push((DocumentKind::Verification, id.to_owned(), Some(to_body(&rendered.verification))));
-    write.documents.push((DocumentKind::Metadata, id.to_owned(), Some(to_body(&rendered.metadata))));
-    write.documents.push((DocumentKind::Evidence, id.to_owned(), Some(to_body(&rendered.evidence))));
+    if stale.rights_profile {
+        write.documents.push((DocumentKind::RightsProfile, id.to_owned(), Some(to_body(&rendered.rights_profile))));
+    }
+    if stale.verification {
+        write.documents.push((DocumentKind::Verification, id.to_owned(), Some(to_body(&rendered.verification))));
+    }
+    if stale.metadata {
+        write.documents.push((DocumentKind::Metadata, id.to_owned(), Some(to_body(&rendered.metadata))));
+    }
+    if stale.evidence {
+        write.documents.push((DocumentKind::Evidence, id.to_owned(), Some(to_body(&rendered.evidence))));
+    }
     match rendered.bulk_row {
-        Some(row) => write.bulk_rows.push((id.to_owned(), Some(to_body(&row)))),
+        Some(row) if stale.bulk => write.bulk_rows.push((id.to_owned(), Some(to_body(&row)))),
+        Some(_) => {}
         None if work_before.is_some_and(|before| before.status == WorkStatus::Published) => {
             write.bulk_rows.push((id.to_owned(), None));
         }

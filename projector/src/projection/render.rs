@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use read_model::calendar::Date;
+use read_model::calendar::{Date, Timestamp};
 use read_model::documents::{
     BulkCreator, BulkRow, DisputeStatus, DublinCoreRecord, EvidenceInputs, FixtureResource, LicenseStatusDocument,
     PartyReference, RightHolding, RightType, RightsProfile, SandboxFixture, ShareTotal, VerificationInputs, WorkStatus,
@@ -71,16 +71,13 @@ fn display_name(party_id: &str, parties: &HashMap<String, PartyState>) -> String
 pub fn render_work(inputs: WorkInputs<'_>) -> RenderedWork {
     let WorkInputs { lcc_id, work, rights, disputes, certificate, parties } = inputs;
     let record = &work.record;
-    let updated_at = [
-        Some(work.updated_at),
-        rights.map(|state| state.updated_at),
-        disputes.map(|state| state.updated_at),
-        certificate.map(|state| state.updated_at),
-    ]
-    .into_iter()
-    .flatten()
-    .max()
-    .unwrap_or(work.updated_at);
+    // Each document's `updatedAt` covers only the aggregates it is rendered
+    // from, so a change elsewhere leaves the document byte for byte as it was.
+    let profile_updated_at = work.updated_at.max(rights.map_or(work.updated_at, |state| state.updated_at));
+    let updated_at = [disputes.map(|state| state.updated_at), certificate.map(|state| state.updated_at)]
+        .into_iter()
+        .flatten()
+        .fold(profile_updated_at, Timestamp::max);
 
     let holdings: Vec<RightHolding> = rights
         .map(|state| state.rights.as_slice())
@@ -116,7 +113,7 @@ pub fn render_work(inputs: WorkInputs<'_>) -> RenderedWork {
         open_for_licensing,
         holders: holdings.clone(),
         shares: shares.clone(),
-        updated_at,
+        updated_at: profile_updated_at,
     };
     let verification = VerificationInputs {
         lcc_id: lcc_id.to_owned(),

@@ -93,6 +93,8 @@ pub(super) fn aggregates(
     connection: &Connection,
     keys: &[AggregateKey],
 ) -> Result<HashMap<AggregateKey, StoredAggregate>, StoreError> {
+    // One read transaction for all keys: one snapshot, and one lock round trip instead of one per key.
+    let _snapshot = connection.unchecked_transaction().map_err(from_sqlite)?;
     let mut statement = connection
         .prepare_cached("SELECT version, state FROM aggregates WHERE topic = ?1 AND id = ?2")
         .map_err(from_sqlite)?;
@@ -115,6 +117,7 @@ pub(super) fn party_referrers(
     connection: &Connection,
     party_ids: &[String],
 ) -> Result<Vec<(String, PartyReferrer)>, StoreError> {
+    let _snapshot = connection.unchecked_transaction().map_err(from_sqlite)?;
     let mut statement = connection
         .prepare_cached("SELECT referrer_kind, referrer_id FROM party_references WHERE party_id = ?1")
         .map_err(from_sqlite)?;
