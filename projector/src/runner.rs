@@ -1,9 +1,11 @@
 //! The projection loop: read events, cut them into batches, project each
 //! batch, park what cannot be used, and write the batch atomically.
 //!
-//! The file source is read on a thread of its own and handed over through a
-//! bounded channel, so decoding the next events overlaps projecting and
-//! writing the current batch (the machine has two cores; this uses both).
+//! Three things overlap: the file source decodes on a thread of its own and
+//! hands events over through a bounded channel; batch N is written to the
+//! store while batch N+1 is projected, with batch N's changes overlaid on the
+//! store's last committed state; at most one batch is in flight, and batches
+//! commit in order.
 //!
 //! Where it starts: the store's checkpoints. A restart after a crash at any
 //! point reads again exactly the events whose effects did not commit.
@@ -14,11 +16,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use read_model::{ModelVersion, Store, StoreError};
+use read_model::{ModelVersion, Store, StoreError, WriteBatch};
 use tokio::sync::mpsc;
 
 use crate::dead_letter::DeadLetterFile;
-use crate::projection::batch::project_batch;
+use crate::projection::batch::{BatchOutcome, project_batch};
 use crate::source::SourcedEvent;
 use crate::source::file::FileSource;
 
@@ -80,6 +82,7 @@ pub async fn run_file_source(
     let mut totals = RunTotals::default();
     let started = Instant::now();
     let mut batch = Vec::with_capacity(options.batch_size);
+    let mut in_flight: Option<InFlight> = None;
     loop {
         let message = tokio::select! {
             biased;
@@ -100,13 +103,18 @@ pub async fn run_file_source(
             None => (true, true),
         };
         if flush && !batch.is_empty() {
-            write_batch(store.as_ref(), version, &source_id, &batch, &mut dead_letters, &mut totals).await?;
+            let pending = in_flight.as_ref().map(|write| Arc::clone(&write.batch));
+            let outcome = project_with_retry(store.as_ref(), version, &source_id, &batch, pending.as_deref()).await?;
+            dead_letters.park(&source_id, &outcome.parked).context("failed to write dead letters")?;
+            finish(in_flight.take(), &mut totals).await?;
+            in_flight = Some(InFlight::start(Arc::clone(&store), version, outcome, batch.len() as u64));
             batch.clear();
         }
         if stop {
             break;
         }
     }
+    finish(in_flight.take(), &mut totals).await?;
     drop(receiver);
     let _ = reader.join();
     let seconds = started.elapsed().as_secs_f64();
@@ -123,43 +131,81 @@ pub async fn run_file_source(
     Ok(totals)
 }
 
-/// Projects and stores one batch; retries while the store is unavailable.
-async fn write_batch(
+/// Projects a batch; retries while the store is unavailable.
+async fn project_with_retry(
     store: &dyn Store,
     version: ModelVersion,
     source_id: &str,
     events: &[SourcedEvent],
-    dead_letters: &mut DeadLetterFile,
-    totals: &mut RunTotals,
-) -> anyhow::Result<()> {
-    let count = events.len() as u64;
-    let mut backoff = Duration::from_millis(200);
+    pending: Option<&WriteBatch>,
+) -> anyhow::Result<BatchOutcome> {
+    let mut backoff = Backoff::new();
     loop {
-        let attempt = async {
-            let outcome = project_batch(store, version, source_id, events).await?;
-            dead_letters.park(source_id, &outcome.parked).map_err(|error| {
-                StoreError::Unavailable(format!("cannot write {}: {error}", dead_letters.path().display()))
-            })?;
-            let summary = (outcome.applied, outcome.skipped_as_duplicates, outcome.parked.len() as u64);
-            store.apply_batch(version, outcome.write).await?;
-            Ok::<_, StoreError>(summary)
-        };
-        match attempt.await {
-            Ok((applied, skipped, parked)) => {
-                totals.events += count;
-                totals.applied += applied;
-                totals.skipped_as_duplicates += skipped;
-                totals.parked += parked;
-                totals.batches += 1;
-                return Ok(());
-            }
-            Err(StoreError::Unavailable(reason)) => {
-                tracing::warn!(%reason, retry_in_ms = backoff.as_millis() as u64, "store unavailable; batch kept for retry");
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(Duration::from_secs(30));
-            }
+        match project_batch(store, version, source_id, events, pending).await {
+            Ok(outcome) => return Ok(outcome),
+            Err(StoreError::Unavailable(reason)) => backoff.wait(&reason).await,
             Err(error) => return Err(error).context("failed to project a batch"),
         }
+    }
+}
+
+/// A batch being written, and what it counts once committed.
+struct InFlight {
+    batch: Arc<WriteBatch>,
+    task: tokio::task::JoinHandle<Result<(), StoreError>>,
+    totals: RunTotals,
+}
+
+impl InFlight {
+    fn start(store: Arc<dyn Store>, version: ModelVersion, outcome: BatchOutcome, events: u64) -> InFlight {
+        let batch = Arc::new(outcome.write);
+        let totals = RunTotals {
+            events,
+            applied: outcome.applied,
+            skipped_as_duplicates: outcome.skipped_as_duplicates,
+            parked: outcome.parked.len() as u64,
+            batches: 1,
+        };
+        let to_write = Arc::clone(&batch);
+        let task = tokio::spawn(async move {
+            let mut backoff = Backoff::new();
+            loop {
+                match store.apply_batch(version, Arc::clone(&to_write)).await {
+                    Err(StoreError::Unavailable(reason)) => backoff.wait(&reason).await,
+                    result => return result,
+                }
+            }
+        });
+        InFlight { batch, task, totals }
+    }
+}
+
+/// Waits for the batch in flight to commit and counts it.
+async fn finish(in_flight: Option<InFlight>, totals: &mut RunTotals) -> anyhow::Result<()> {
+    let Some(in_flight) = in_flight else { return Ok(()) };
+    in_flight.task.await.context("the batch write task failed")?.context("failed to write a batch")?;
+    totals.events += in_flight.totals.events;
+    totals.applied += in_flight.totals.applied;
+    totals.skipped_as_duplicates += in_flight.totals.skipped_as_duplicates;
+    totals.parked += in_flight.totals.parked;
+    totals.batches += 1;
+    Ok(())
+}
+
+/// Exponential backoff while the store is unavailable: consumption pauses, nothing is lost.
+struct Backoff {
+    delay: Duration,
+}
+
+impl Backoff {
+    fn new() -> Backoff {
+        Backoff { delay: Duration::from_millis(200) }
+    }
+
+    async fn wait(&mut self, reason: &str) {
+        tracing::warn!(%reason, retry_in_ms = self.delay.as_millis() as u64, "store unavailable; retrying");
+        tokio::time::sleep(self.delay).await;
+        self.delay = (self.delay * 2).min(Duration::from_secs(30));
     }
 }
 

@@ -47,7 +47,7 @@ pub async fn documents_round_trip_and_delete(store: &dyn Store) {
     for kind in DocumentKind::ALL {
         batch.documents.push((kind, "LCC-1".into(), Some(format!("{{\"kind\":\"{kind:?}\",\"é\":1}}").into_bytes())));
     }
-    store.apply_batch(V1, batch).await.expect("write");
+    store.apply_batch(V1, Arc::new(batch)).await.expect("write");
     for kind in DocumentKind::ALL {
         let read = store.document(kind, "LCC-1").await.expect("read");
         assert_eq!(read, Some(format!("{{\"kind\":\"{kind:?}\",\"é\":1}}").into_bytes()), "{kind:?}");
@@ -56,7 +56,7 @@ pub async fn documents_round_trip_and_delete(store: &dyn Store) {
     let mut batch = WriteBatch::default();
     batch.documents.push((DocumentKind::Metadata, "LCC-1".into(), Some(body("{\"v\":2}"))));
     batch.documents.push((DocumentKind::Evidence, "LCC-1".into(), None));
-    store.apply_batch(V1, batch).await.expect("write");
+    store.apply_batch(V1, Arc::new(batch)).await.expect("write");
     assert_eq!(store.document(DocumentKind::Metadata, "LCC-1").await.expect("read"), Some(body("{\"v\":2}")));
     assert_eq!(store.document(DocumentKind::Evidence, "LCC-1").await.expect("read"), None);
     assert!(store.document(DocumentKind::RightsProfile, "LCC-1").await.expect("read").is_some());
@@ -76,8 +76,8 @@ pub async fn provenance_is_ordered_and_rewrites_do_not_duplicate(store: &dyn Sto
         provenance: vec![row(30, "works", 2), row(10, "works", 1), row(20, "rights", 1), row(20, "disputes", 1)],
         ..WriteBatch::default()
     };
-    store.apply_batch(V1, batch.clone()).await.expect("write");
-    store.apply_batch(V1, batch).await.expect("rewrite");
+    store.apply_batch(V1, Arc::new(batch.clone())).await.expect("write");
+    store.apply_batch(V1, Arc::new(batch)).await.expect("rewrite");
     let entries: Vec<String> = store
         .provenance("LCC-1")
         .await
@@ -97,7 +97,7 @@ pub async fn identifier_index_separates_audiences(store: &dyn Store) {
         batch.identifiers.push((IdentifierKind::Iswc, "T0345246801".into(), lcc_id.into(), true));
     }
     batch.identifiers.push((IdentifierKind::Isrc, "USS1Z9900001".into(), "LCC-1".into(), true));
-    store.apply_batch(V1, batch).await.expect("write");
+    store.apply_batch(V1, Arc::new(batch)).await.expect("write");
     let production = store.works_by_identifier(IdentifierKind::Iswc, "T0345246801", Audience::Production).await;
     assert_eq!(production.expect("read"), ["LCC-1", "LCC-2"]);
     let sandbox = store.works_by_identifier(IdentifierKind::Iswc, "T0345246801", Audience::Sandbox).await;
@@ -107,7 +107,7 @@ pub async fn identifier_index_separates_audiences(store: &dyn Store) {
 
     let mut batch = WriteBatch::default();
     batch.identifiers.push((IdentifierKind::Iswc, "T0345246801".into(), "LCC-2".into(), false));
-    store.apply_batch(V1, batch).await.expect("write");
+    store.apply_batch(V1, Arc::new(batch)).await.expect("write");
     let production = store.works_by_identifier(IdentifierKind::Iswc, "T0345246801", Audience::Production).await;
     assert_eq!(production.expect("read"), ["LCC-1"]);
 }
@@ -121,8 +121,8 @@ pub async fn bulk_pages_partition_a_stable_order(store: &dyn Store) {
         batch.bulk_rows.push((id.clone(), Some(format!("{{\"lccId\":\"{id}\"}}").into_bytes())));
     }
     batch.bulk_rows.push(("SANDBOX-LCC-1".into(), Some(body("{\"lccId\":\"SANDBOX-LCC-1\"}"))));
-    store.apply_batch(V1, batch.clone()).await.expect("write");
-    store.apply_batch(V1, batch).await.expect("rewrite must not double count");
+    store.apply_batch(V1, Arc::new(batch.clone())).await.expect("write");
+    store.apply_batch(V1, Arc::new(batch)).await.expect("rewrite must not double count");
 
     let mut seen = Vec::new();
     for page in 0..26 {
@@ -144,7 +144,7 @@ pub async fn bulk_pages_partition_a_stable_order(store: &dyn Store) {
     let mut batch = WriteBatch::default();
     batch.bulk_rows.push((ids[7].clone(), None));
     batch.bulk_rows.push(("LCC-never-there".into(), None));
-    store.apply_batch(V1, batch).await.expect("remove");
+    store.apply_batch(V1, Arc::new(batch)).await.expect("remove");
     let after = store.bulk_page(Audience::Production, 0, 5_000).await.expect("page");
     assert_eq!(after.total, 2_499);
     assert_eq!(after.rows.len(), 2_499);
@@ -171,7 +171,7 @@ pub async fn projector_state_round_trips(store: &dyn Store) {
         }],
         ..WriteBatch::default()
     };
-    store.apply_batch(V1, batch).await.expect("write");
+    store.apply_batch(V1, Arc::new(batch)).await.expect("write");
 
     assert_eq!(store.sandbox_fixtures().await.expect("read"), [body("a"), body("b")]);
     let states = store.aggregates(V1, &[key("works", "LCC-1"), key("rights", "LCC-1")]).await.expect("read");
@@ -199,7 +199,7 @@ pub async fn projector_state_round_trips(store: &dyn Store) {
         }],
         ..WriteBatch::default()
     };
-    store.apply_batch(V1, batch).await.expect("write");
+    store.apply_batch(V1, Arc::new(batch)).await.expect("write");
     assert_eq!(store.sandbox_fixtures().await.expect("read"), [body("a")]);
     let states = store.aggregates(V1, &[key("works", "LCC-1")]).await.expect("read");
     assert_eq!(states[&key("works", "LCC-1")].version, 4);
@@ -225,8 +225,8 @@ pub async fn model_versions_switch_readers_atomically(store: &dyn Store) {
         batch.documents.push((DocumentKind::RightsProfile, "LCC-1".into(), Some(body(text))));
         batch
     };
-    store.apply_batch(V1, write("v1")).await.expect("write v1");
-    store.apply_batch(V2, write("v2")).await.expect("write v2");
+    store.apply_batch(V1, Arc::new(write("v1"))).await.expect("write v1");
+    store.apply_batch(V2, Arc::new(write("v2"))).await.expect("write v2");
     assert_eq!(store.document(DocumentKind::RightsProfile, "LCC-1").await.expect("read"), Some(body("v1")));
     store.activate_model_version(V2).await.expect("activate v2");
     assert_eq!(store.document(DocumentKind::RightsProfile, "LCC-1").await.expect("read"), Some(body("v2")));
@@ -237,7 +237,7 @@ pub async fn model_versions_switch_readers_atomically(store: &dyn Store) {
     assert!(matches!(refused, Err(StoreError::ActiveModelVersion(V2))), "{refused:?}");
     store.drop_model_version(V1).await.expect("drop v1");
     assert_eq!(store.model_versions().await.expect("list").len(), 1);
-    let unknown = store.apply_batch(V1, write("gone")).await;
+    let unknown = store.apply_batch(V1, Arc::new(write("gone"))).await;
     assert!(matches!(unknown, Err(StoreError::UnknownModelVersion(V1))), "{unknown:?}");
     let unknown = store.activate_model_version(ModelVersion(9)).await;
     assert!(matches!(unknown, Err(StoreError::UnknownModelVersion(_))), "{unknown:?}");

@@ -10,6 +10,7 @@
 //! interprets them, so a backend cannot change what clients see.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 
@@ -192,6 +193,10 @@ pub trait DocumentReads: Send + Sync {
 }
 
 /// The projector's access: its own state, and the atomic batch write.
+///
+/// The reads see the last committed batch and may run while another batch is
+/// being applied, so that a projector can prepare batch N+1 while batch N is
+/// written (it overlays batch N's changes itself).
 #[async_trait]
 pub trait ProjectionWrites: Send + Sync {
     /// Stored states of the given aggregates; absent keys have none.
@@ -212,7 +217,8 @@ pub trait ProjectionWrites: Send + Sync {
     async fn checkpoints(&self, version: ModelVersion, source: &str) -> Result<Vec<Checkpoint>, StoreError>;
 
     /// Applies a whole batch atomically: all of it, or none of it.
-    async fn apply_batch(&self, version: ModelVersion, batch: WriteBatch) -> Result<(), StoreError>;
+    /// The batch is shared so that the caller can keep reading it while it is written.
+    async fn apply_batch(&self, version: ModelVersion, batch: Arc<WriteBatch>) -> Result<(), StoreError>;
 }
 
 /// Model versions: the unit of rebuild and atomic switch-over.

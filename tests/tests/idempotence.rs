@@ -134,3 +134,21 @@ fn duplicated_and_shuffled_delivery_gives_byte_identical_documents() {
         &dump_documents(&directory.path().join("replayed")),
     );
 }
+
+/// Batch boundaries are invisible: tiny batches (each projected while the
+/// previous one is still being written, through the overlay) give the same
+/// documents as one single batch.
+#[test]
+fn batch_size_does_not_change_the_documents() {
+    let directory = tempfile::tempdir().expect("tempdir");
+    let events = directory.path().join("events");
+    let options = GenerateOptions { works: 500, seed: 8, events_per_segment: 500, sandbox: false };
+    generate(&options, &events).expect("generate");
+    let one_batch = project(&events, &directory.path().join("one-batch"), 1_000_000);
+    let tiny_batches = project(&events, &directory.path().join("tiny-batches"), 7);
+    assert_eq!(one_batch.applied, tiny_batches.applied);
+    assert_same_documents(
+        &dump_documents(&directory.path().join("one-batch")),
+        &dump_documents(&directory.path().join("tiny-batches")),
+    );
+}

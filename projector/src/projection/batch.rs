@@ -53,8 +53,36 @@ struct Aggregates {
     entries: HashMap<Topic, HashMap<String, Entry>>,
 }
 
+/// The states and references of the batch still being written, which the
+/// store's committed snapshot does not show yet.
+#[derive(Debug, Default)]
+struct Overlay<'a> {
+    aggregates: HashMap<(&'a str, &'a str), &'a StoredAggregate>,
+    references: &'a [(String, PartyReferrer, bool)],
+}
+
+impl<'a> Overlay<'a> {
+    fn of(pending: Option<&'a WriteBatch>) -> Overlay<'a> {
+        let Some(pending) = pending else { return Overlay::default() };
+        Overlay {
+            aggregates: pending
+                .aggregates
+                .iter()
+                .map(|(key, stored)| ((key.topic.as_str(), key.id.as_str()), stored))
+                .collect(),
+            references: &pending.party_references,
+        }
+    }
+}
+
 impl Aggregates {
-    async fn load(&mut self, store: &dyn Store, version: ModelVersion, keys: BTreeSet<Key>) -> Result<(), StoreError> {
+    async fn load(
+        &mut self,
+        store: &dyn Store,
+        version: ModelVersion,
+        overlay: &Overlay<'_>,
+        keys: BTreeSet<Key>,
+    ) -> Result<(), StoreError> {
         let missing: Vec<AggregateKey> = keys
             .into_iter()
             .filter(|(topic, id)| !self.entries.get(topic).is_some_and(|entries| entries.contains_key(id)))
@@ -63,7 +91,22 @@ impl Aggregates {
         if missing.is_empty() {
             return Ok(());
         }
-        let mut stored = store.aggregates(version, &missing).await?;
+        let (mut stored, from_store): (HashMap<AggregateKey, StoredAggregate>, Vec<AggregateKey>) = {
+            let mut pending = HashMap::new();
+            let mut rest = Vec::new();
+            for key in &missing {
+                match overlay.aggregates.get(&(key.topic.as_str(), key.id.as_str())) {
+                    Some(stored) => {
+                        pending.insert(key.clone(), (*stored).clone());
+                    }
+                    None => rest.push(key.clone()),
+                }
+            }
+            (pending, rest)
+        };
+        if !from_store.is_empty() {
+            stored.extend(store.aggregates(version, &from_store).await?);
+        }
         for key in missing {
             let topic =
                 Topic::from_name(&key.topic).ok_or_else(|| StoreError::Corrupt(format!("topic {}", key.topic)))?;
@@ -151,12 +194,17 @@ impl Stale {
 }
 
 /// Projects one batch of events read from `source`.
+///
+/// `pending` is the previous batch when it may not have committed yet: its
+/// changes take precedence over what the store returns.
 pub async fn project_batch(
     store: &dyn Store,
     version: ModelVersion,
     source: &str,
     events: &[SourcedEvent],
+    pending: Option<&WriteBatch>,
 ) -> Result<BatchOutcome, StoreError> {
+    let overlay = Overlay::of(pending);
     let mut outcome = BatchOutcome::default();
     let mut aggregates = Aggregates::default();
     let own_keys = events
@@ -164,12 +212,12 @@ pub async fn project_batch(
         .filter_map(|sourced| sourced.outcome.as_ref().ok())
         .map(|event| (event.topic, event.envelope.aggregate_id.clone()))
         .collect();
-    aggregates.load(store, version, own_keys).await?;
+    aggregates.load(store, version, &overlay, own_keys).await?;
 
     let mut next_offsets: BTreeMap<(String, i32), i64> = BTreeMap::new();
     let mut dirty_works: BTreeMap<String, Stale> = BTreeMap::new();
     let mut dirty_licenses = BTreeSet::new();
-    let mut dirty_parties = Vec::new();
+    let mut dirty_parties = BTreeSet::new();
     for sourced in events {
         let position = &sourced.position;
         let next = next_offsets.entry((position.stream.clone(), position.partition)).or_insert(0);
@@ -201,7 +249,18 @@ pub async fn project_batch(
         }
     }
 
-    for (_, referrer) in store.party_referrers(version, &dirty_parties).await? {
+    let mut referrers: BTreeSet<(String, PartyReferrer)> =
+        store.party_referrers(version, &dirty_parties.iter().cloned().collect::<Vec<_>>()).await?.into_iter().collect();
+    for (party, referrer, present) in overlay.references {
+        if dirty_parties.contains(party) {
+            if *present {
+                referrers.insert((party.clone(), referrer.clone()));
+            } else {
+                referrers.remove(&(party.clone(), referrer.clone()));
+            }
+        }
+    }
+    for (_, referrer) in referrers {
         match referrer {
             PartyReferrer::Work(id) => dirty_works.entry(id).or_default().merge(Stale::PARTY_CHANGE),
             PartyReferrer::License(id) => {
@@ -216,7 +275,7 @@ pub async fn project_batch(
         })
         .chain(dirty_licenses.iter().map(|id| (Topic::Licenses, id.clone())))
         .collect();
-    aggregates.load(store, version, siblings).await?;
+    aggregates.load(store, version, &overlay, siblings).await?;
     let mut named_parties = BTreeSet::new();
     for id in dirty_works.keys() {
         if let Some(work) = state_of!(aggregates, state, Topic::Works, id, Work) {
@@ -228,7 +287,9 @@ pub async fn project_batch(
             named_parties.insert(license.licensee_party_id.clone());
         }
     }
-    aggregates.load(store, version, named_parties.into_iter().map(|id| (Topic::Parties, id)).collect()).await?;
+    aggregates
+        .load(store, version, &overlay, named_parties.into_iter().map(|id| (Topic::Parties, id)).collect())
+        .await?;
 
     let parties = aggregates.parties();
     for (id, stale) in &dirty_works {
@@ -270,7 +331,7 @@ fn note_applied(
     write: &mut WriteBatch,
     dirty_works: &mut BTreeMap<String, Stale>,
     dirty_licenses: &mut BTreeSet<String>,
-    dirty_parties: &mut Vec<String>,
+    dirty_parties: &mut BTreeSet<String>,
 ) {
     let id = &event.envelope.aggregate_id;
     match event.topic {
@@ -279,7 +340,7 @@ fn note_applied(
         }
         Topic::Parties => {
             if !matches!(event.change, Change::PartyPersonalDataChanged) {
-                dirty_parties.push(id.clone());
+                dirty_parties.insert(id.clone());
             }
         }
         Topic::Works | Topic::Rights | Topic::Disputes | Topic::Certificates => {

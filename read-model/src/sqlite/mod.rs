@@ -203,7 +203,7 @@ impl ProjectionWrites for SqliteStore {
         version: ModelVersion,
         keys: &[AggregateKey],
     ) -> Result<HashMap<AggregateKey, StoredAggregate>, StoreError> {
-        self.known_version_file(version)?.with_writer(|connection| reads::aggregates(connection, keys))
+        self.known_version_file(version)?.readers.with(|connection| reads::aggregates(connection, keys))
     }
 
     async fn party_referrers(
@@ -211,14 +211,14 @@ impl ProjectionWrites for SqliteStore {
         version: ModelVersion,
         party_ids: &[String],
     ) -> Result<Vec<(String, PartyReferrer)>, StoreError> {
-        self.known_version_file(version)?.with_writer(|connection| reads::party_referrers(connection, party_ids))
+        self.known_version_file(version)?.readers.with(|connection| reads::party_referrers(connection, party_ids))
     }
 
     async fn checkpoints(&self, version: ModelVersion, source: &str) -> Result<Vec<Checkpoint>, StoreError> {
-        self.known_version_file(version)?.with_writer(|connection| reads::checkpoints(connection, source))
+        self.known_version_file(version)?.readers.with(|connection| reads::checkpoints(connection, source))
     }
 
-    async fn apply_batch(&self, version: ModelVersion, batch: WriteBatch) -> Result<(), StoreError> {
+    async fn apply_batch(&self, version: ModelVersion, batch: Arc<WriteBatch>) -> Result<(), StoreError> {
         let file = self.known_version_file(version)?;
         tokio::task::spawn_blocking(move || file.with_writer(|connection| writes::apply_batch(connection, &batch)))
             .await
