@@ -71,7 +71,8 @@ pub async fn run_file_source(
         .map(|checkpoint| (checkpoint.stream, checkpoint.next_offset))
         .collect();
     let source_id = source.source_id().to_owned();
-    let (sender, mut receiver) = mpsc::channel(options.batch_size.max(1) * 2);
+    // One batch of decoded events waits while the current one is projected.
+    let (sender, mut receiver) = mpsc::channel(options.batch_size.max(1));
     let reader_options = options.clone();
     let reader = std::thread::Builder::new()
         .name("file-source".into())

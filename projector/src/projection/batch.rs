@@ -39,10 +39,50 @@ pub struct BatchOutcome {
 struct Entry {
     version: u64,
     state: Option<AggregateState>,
-    /// The state as stored before this batch.
+    /// The state as stored before this batch, kept (moved, not cloned) once the batch changes it.
     before: Option<AggregateState>,
     changed: bool,
 }
+
+impl Entry {
+    fn apply(&mut self, version: u64, state: AggregateState) {
+        if !self.changed {
+            self.before = self.state.take();
+            self.changed = true;
+        }
+        self.state = Some(state);
+        self.version = version;
+    }
+
+    fn before(&self) -> Option<&AggregateState> {
+        if self.changed { self.before.as_ref() } else { self.state.as_ref() }
+    }
+}
+
+/// FNV-1a: the per-batch maps hash many short ids, where SipHash's
+/// protection against crafted keys buys nothing (the keys come from our own store and events).
+#[derive(Debug, Clone, Copy)]
+struct FnvHasher(u64);
+
+impl Default for FnvHasher {
+    fn default() -> FnvHasher {
+        FnvHasher(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl std::hash::Hasher for FnvHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for byte in bytes {
+            self.0 = (self.0 ^ u64::from(*byte)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+}
+
+type FnvMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<FnvHasher>>;
 
 type Key = (Topic, String);
 
@@ -50,7 +90,7 @@ type Key = (Topic, String);
 /// lookup by `&str` allocates nothing).
 #[derive(Debug, Default)]
 struct Aggregates {
-    entries: HashMap<Topic, HashMap<String, Entry>>,
+    entries: HashMap<Topic, FnvMap<String, Entry>>,
 }
 
 /// The states and references of the batch still being written, which the
@@ -76,6 +116,7 @@ impl<'a> Overlay<'a> {
 }
 
 impl Aggregates {
+    /// Loads states not loaded yet: from the batch in flight, else from the store.
     async fn load(
         &mut self,
         store: &dyn Store,
@@ -91,36 +132,35 @@ impl Aggregates {
         if missing.is_empty() {
             return Ok(());
         }
-        let (mut stored, from_store): (HashMap<AggregateKey, StoredAggregate>, Vec<AggregateKey>) = {
-            let mut pending = HashMap::new();
-            let mut rest = Vec::new();
-            for key in &missing {
-                match overlay.aggregates.get(&(key.topic.as_str(), key.id.as_str())) {
-                    Some(stored) => {
-                        pending.insert(key.clone(), (*stored).clone());
-                    }
-                    None => rest.push(key.clone()),
-                }
-            }
-            (pending, rest)
-        };
-        if !from_store.is_empty() {
-            stored.extend(store.aggregates(version, &from_store).await?);
-        }
+        let mut from_store = Vec::new();
         for key in missing {
-            let topic =
-                Topic::from_name(&key.topic).ok_or_else(|| StoreError::Corrupt(format!("topic {}", key.topic)))?;
-            let (version, state) = match stored.remove(&key) {
-                Some(StoredAggregate { version, state }) => {
-                    let decoded = AggregateState::decode(topic, &state)
-                        .map_err(|error| StoreError::Corrupt(format!("state of {} {}: {error}", key.topic, key.id)))?;
-                    (version, Some(decoded))
-                }
-                None => (0, None),
-            };
-            let entry = Entry { version, before: state.clone(), state, changed: false };
-            self.entries.entry(topic).or_default().insert(key.id, entry);
+            match overlay.aggregates.get(&(key.topic.as_str(), key.id.as_str())) {
+                Some(stored) => self.insert(key.clone(), Some(stored))?,
+                None => from_store.push(key),
+            }
         }
+        if !from_store.is_empty() {
+            let mut stored = store.aggregates(version, &from_store).await?;
+            for key in from_store {
+                let found = stored.remove(&key);
+                self.insert(key, found.as_ref())?;
+            }
+        }
+        Ok(())
+    }
+
+    fn insert(&mut self, key: AggregateKey, stored: Option<&StoredAggregate>) -> Result<(), StoreError> {
+        let topic = Topic::from_name(&key.topic).ok_or_else(|| StoreError::Corrupt(format!("topic {}", key.topic)))?;
+        let (version, state) = match stored {
+            Some(stored) => {
+                let decoded = AggregateState::decode(topic, &stored.state)
+                    .map_err(|error| StoreError::Corrupt(format!("state of {} {}: {error}", key.topic, key.id)))?;
+                (stored.version, Some(decoded))
+            }
+            None => (0, None),
+        };
+        let entry = Entry { version, state, before: None, changed: false };
+        self.entries.entry(topic).or_default().insert(key.id, entry);
         Ok(())
     }
 
@@ -133,7 +173,7 @@ impl Aggregates {
     }
 
     fn before(&self, topic: Topic, id: &str) -> Option<&AggregateState> {
-        self.entry(topic, id)?.before.as_ref()
+        self.entry(topic, id)?.before()
     }
 
     fn parties(&self) -> HashMap<String, PartyState> {
@@ -239,9 +279,7 @@ pub async fn project_batch(
         }
         match apply(entry.state.as_ref(), event) {
             Ok(state) => {
-                entry.state = Some(state);
-                entry.version = event.envelope.aggregate_version;
-                entry.changed = true;
+                entry.apply(event.envelope.aggregate_version, state);
                 outcome.applied += 1;
                 note_applied(event, &mut outcome.write, &mut dirty_works, &mut dirty_licenses, &mut dirty_parties);
             }

@@ -6,6 +6,7 @@ use rusqlite::{Connection, TransactionBehavior, params};
 
 use super::errors::from_sqlite;
 use crate::bulk::bulk_bucket;
+use crate::documents::DocumentKind;
 use crate::identifiers::Audience;
 use crate::store::{PartyReferrer, StoreError, WriteBatch};
 
@@ -18,14 +19,20 @@ pub(super) fn apply_batch(connection: &mut Connection, batch: &WriteBatch) -> Re
 }
 
 fn write_documents(connection: &Connection, batch: &WriteBatch) -> Result<(), StoreError> {
+    // Statements are looked up once per batch, not once per row.
+    let mut upserts = DocumentKind::ALL
+        .iter()
+        .map(|kind| {
+            connection.prepare_cached(&format!(
+                "INSERT INTO {} (id, body) VALUES (?1, ?2) ON CONFLICT (id) DO UPDATE SET body = excluded.body",
+                kind.table()
+            ))
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(from_sqlite)?;
     for (kind, key, body) in &batch.documents {
         match body {
-            Some(body) => connection
-                .prepare_cached(&format!(
-                    "INSERT INTO {} (id, body) VALUES (?1, ?2) ON CONFLICT (id) DO UPDATE SET body = excluded.body",
-                    kind.table()
-                ))
-                .and_then(|mut statement| statement.execute(params![key, body])),
+            Some(body) => upserts[*kind as usize].execute(params![key, body]),
             None => connection
                 .prepare_cached(&format!("DELETE FROM {} WHERE id = ?1", kind.table()))
                 .and_then(|mut statement| statement.execute([key])),
@@ -77,31 +84,24 @@ fn write_documents(connection: &Connection, batch: &WriteBatch) -> Result<(), St
 /// Upserts and removes bulk rows, keeping the per-bucket counts exact.
 fn write_bulk_rows(connection: &Connection, batch: &WriteBatch) -> Result<(), StoreError> {
     let mut count_changes: BTreeMap<(&'static str, u32), i64> = BTreeMap::new();
+    let prepare = |sql: &str| connection.prepare_cached(sql).map_err(from_sqlite);
+    let mut exists = prepare("SELECT 1 FROM bulk_rows WHERE audience = ?1 AND bucket = ?2 AND lcc_id = ?3")?;
+    let mut update = prepare("UPDATE bulk_rows SET body = ?4 WHERE audience = ?1 AND bucket = ?2 AND lcc_id = ?3")?;
+    let mut insert = prepare("INSERT INTO bulk_rows (audience, bucket, lcc_id, body) VALUES (?1, ?2, ?3, ?4)")?;
+    let mut delete = prepare("DELETE FROM bulk_rows WHERE audience = ?1 AND bucket = ?2 AND lcc_id = ?3")?;
     for (lcc_id, body) in &batch.bulk_rows {
         let audience = Audience::of(lcc_id).code();
         let bucket = bulk_bucket(lcc_id);
-        let existed = connection
-            .prepare_cached("SELECT 1 FROM bulk_rows WHERE audience = ?1 AND bucket = ?2 AND lcc_id = ?3")
-            .and_then(|mut statement| statement.exists(params![audience, bucket, lcc_id]))
-            .map_err(from_sqlite)?;
+        let existed = exists.exists(params![audience, bucket, lcc_id]).map_err(from_sqlite)?;
         match (body, existed) {
-            (Some(body), true) => connection
-                .prepare_cached("UPDATE bulk_rows SET body = ?4 WHERE audience = ?1 AND bucket = ?2 AND lcc_id = ?3")
-                .and_then(|mut statement| statement.execute(params![audience, bucket, lcc_id, body]))
-                .map(drop),
+            (Some(body), true) => update.execute(params![audience, bucket, lcc_id, body]).map(drop),
             (Some(body), false) => {
                 *count_changes.entry((audience, bucket)).or_default() += 1;
-                connection
-                    .prepare_cached("INSERT INTO bulk_rows (audience, bucket, lcc_id, body) VALUES (?1, ?2, ?3, ?4)")
-                    .and_then(|mut statement| statement.execute(params![audience, bucket, lcc_id, body]))
-                    .map(drop)
+                insert.execute(params![audience, bucket, lcc_id, body]).map(drop)
             }
             (None, true) => {
                 *count_changes.entry((audience, bucket)).or_default() -= 1;
-                connection
-                    .prepare_cached("DELETE FROM bulk_rows WHERE audience = ?1 AND bucket = ?2 AND lcc_id = ?3")
-                    .and_then(|mut statement| statement.execute(params![audience, bucket, lcc_id]))
-                    .map(drop)
+                delete.execute(params![audience, bucket, lcc_id]).map(drop)
             }
             (None, false) => Ok(()),
         }
