@@ -596,16 +596,7 @@ fn mix_in_malformed_events(random: &mut Random, drafts: &mut Vec<Draft>, works: 
                 };
                 Draft::new(Topic::Rights, &work, at, Payload::RightsChain(vec![share("1"), share("2")], true))
             }
-            2 => {
-                let mut draft = Draft::new(
-                    Topic::Works,
-                    &work,
-                    at,
-                    Payload::WorkAmended(WorkAmendment { description: Some("x".into()), ..WorkAmendment::default() }),
-                );
-                draft.malformation = Some(Malformation::WrongEventType);
-                draft
-            }
+            2 => amendment_with_bad_envelope(&work, at, Malformation::WrongEventType),
             3 => Draft::new(
                 Topic::Certificates,
                 &work,
@@ -613,18 +604,17 @@ fn mix_in_malformed_events(random: &mut Random, drafts: &mut Vec<Draft>, works: 
                 Payload::CertificateIssued("CERT-BAD".to_owned(), "not-a-hash".to_owned(), Timestamp(at)),
             ),
             4 => Draft::new(Topic::Works, &work, at, Payload::WorkArchived),
-            _ => {
-                let mut draft = Draft::new(
-                    Topic::Works,
-                    &work,
-                    at,
-                    Payload::WorkAmended(WorkAmendment { description: Some("y".into()), ..WorkAmendment::default() }),
-                );
-                draft.malformation = Some(Malformation::ZeroVersion);
-                draft
-            }
+            _ => amendment_with_bad_envelope(&work, at, Malformation::ZeroVersion),
         };
         draft.must_be_parked = true;
         drafts.push(draft);
     }
+}
+
+/// A well-formed amendment whose envelope carries `malformation`.
+fn amendment_with_bad_envelope(work: &str, at: i64, malformation: Malformation) -> Draft {
+    let amendment = WorkAmendment { description: Some(format!("{malformation:?}")), ..WorkAmendment::default() };
+    let mut draft = Draft::new(Topic::Works, work, at, Payload::WorkAmended(amendment));
+    draft.malformation = Some(malformation);
+    draft
 }

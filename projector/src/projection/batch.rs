@@ -16,9 +16,9 @@ use read_model::{
 };
 use serde::Serialize;
 
-use super::render::{WorkInputs, parties_named_by_work, render_license, render_work};
+use super::render::{PartyDirectory, WorkInputs, parties_named_by_work, render_license, render_work};
 use super::rules::apply;
-use super::state::{AggregateState, PartyState, WorkState};
+use super::state::{AggregateState, WorkState};
 use crate::contract::Topic;
 use crate::events::{Change, Event};
 use crate::source::{Position, Rejection, SourcedEvent};
@@ -176,11 +176,11 @@ impl Aggregates {
         self.entry(topic, id)?.before()
     }
 
-    fn parties(&self) -> HashMap<String, PartyState> {
+    fn parties(&self) -> PartyDirectory<'_> {
         let parties = self.entries.get(&Topic::Parties).into_iter().flatten();
         parties
             .filter_map(|(id, entry)| match &entry.state {
-                Some(AggregateState::Party(party)) => Some((id.clone(), party.clone())),
+                Some(AggregateState::Party(party)) => Some((id.as_str(), party)),
                 _ => None,
             })
             .collect()
@@ -422,13 +422,7 @@ fn identifiers(work: Option<&WorkState>) -> BTreeSet<(IdentifierKind, String)> {
         .collect()
 }
 
-fn write_work(
-    aggregates: &Aggregates,
-    parties: &HashMap<String, PartyState>,
-    id: &str,
-    stale: Stale,
-    write: &mut WriteBatch,
-) {
+fn write_work(aggregates: &Aggregates, parties: &PartyDirectory<'_>, id: &str, stale: Stale, write: &mut WriteBatch) {
     let work = state_of!(aggregates, state, Topic::Works, id, Work);
     let rights = state_of!(aggregates, state, Topic::Rights, id, Rights);
     let work_before = state_of!(aggregates, before, Topic::Works, id, Work);
@@ -487,7 +481,7 @@ fn write_work(
     }
 }
 
-fn write_license(aggregates: &Aggregates, parties: &HashMap<String, PartyState>, id: &str, write: &mut WriteBatch) {
+fn write_license(aggregates: &Aggregates, parties: &PartyDirectory<'_>, id: &str, write: &mut WriteBatch) {
     let Some(license) = state_of!(aggregates, state, Topic::Licenses, id, License) else {
         return;
     };

@@ -17,6 +17,9 @@ use read_model::identifiers::{Audience, display_iswc};
 
 use super::state::{CertificateState, DisputesState, LicenseState, PartyState, RightsState, WorkState};
 
+/// The public states of the parties a batch loaded, borrowed from the batch.
+pub type PartyDirectory<'a> = HashMap<&'a str, &'a PartyState>;
+
 /// The states a work's documents are rendered from.
 #[derive(Debug, Clone, Copy)]
 pub struct WorkInputs<'a> {
@@ -25,7 +28,7 @@ pub struct WorkInputs<'a> {
     pub rights: Option<&'a RightsState>,
     pub disputes: Option<&'a DisputesState>,
     pub certificate: Option<&'a CertificateState>,
-    pub parties: &'a HashMap<String, PartyState>,
+    pub parties: &'a PartyDirectory<'a>,
 }
 
 /// Every document of one work.
@@ -53,7 +56,7 @@ pub fn parties_named_by_work(work: &WorkState, rights: Option<&RightsState>) -> 
     parties
 }
 
-fn party_reference(party_id: &str, parties: &HashMap<String, PartyState>) -> PartyReference {
+fn party_reference(party_id: &str, parties: &PartyDirectory<'_>) -> PartyReference {
     let party = parties.get(party_id);
     PartyReference {
         party_id: party_id.to_owned(),
@@ -64,7 +67,7 @@ fn party_reference(party_id: &str, parties: &HashMap<String, PartyState>) -> Par
     }
 }
 
-fn display_name(party_id: &str, parties: &HashMap<String, PartyState>) -> String {
+fn display_name(party_id: &str, parties: &PartyDirectory<'_>) -> String {
     parties.get(party_id).map_or_else(|| party_id.to_owned(), |party| party.name.clone())
 }
 
@@ -155,7 +158,7 @@ pub fn render_work(inputs: WorkInputs<'_>) -> RenderedWork {
             .creators
             .iter()
             .map(|creator| BulkCreator {
-                name: parties.get(&creator.party_id).map(|party| party.name.clone()),
+                name: parties.get(creator.party_id.as_str()).map(|party| party.name.clone()),
                 role: creator.role,
             })
             .collect(),
@@ -338,7 +341,7 @@ fn work_scenarios(verification: &VerificationInputs, profile: &RightsProfile, as
 pub fn render_license(
     license_id: &str,
     license: &LicenseState,
-    parties: &HashMap<String, PartyState>,
+    parties: &PartyDirectory<'_>,
 ) -> (LicenseStatusDocument, Option<SandboxFixture>) {
     let document = LicenseStatusDocument {
         license_id: license_id.to_owned(),
