@@ -57,8 +57,15 @@ pub fn project(events: &Path, data: &Path, batch_size: usize) -> RunSummary {
     }
 }
 
-/// The command line of a projector run, to spawn and kill.
+/// The command line of a projector run that exits when caught up, to spawn and kill.
 pub fn projector_command(events: &Path, data: &Path, batch_size: usize) -> Command {
+    let mut command = following_projector_command(events, data, batch_size);
+    command.arg("--exit-when-caught-up");
+    command
+}
+
+/// The command line of a projector run that follows its source until stopped.
+pub fn following_projector_command(events: &Path, data: &Path, batch_size: usize) -> Command {
     let mut command = Command::new(binary("projector"));
     command
         .arg("run")
@@ -68,7 +75,6 @@ pub fn projector_command(events: &Path, data: &Path, batch_size: usize) -> Comma
         .arg(data)
         .arg("--batch-size")
         .arg(batch_size.to_string())
-        .arg("--exit-when-caught-up")
         .env("RUST_LOG", "warn")
         .stdout(Stdio::piped());
     command
