@@ -1,5 +1,14 @@
 //! The query API: the stateless public HTTP service over the read model.
 //!
-//! It reads documents through `read_model::DocumentReads` only, and never
-//! decodes Avro or writes documents. The endpoints arrive with issue #3; this
-//! crate exists now so that the workspace shows the architecture.
+//! It owns HTTP: routing ([`routes`]), access (keys, scopes and sandbox rules
+//! in [`app`] and [`keys`]), rate limits ([`rate_limit`]) and the error
+//! boundary ([`errors`]). It reads documents through
+//! `read_model::DocumentReads` only, and never decodes Avro or writes
+//! documents; the only thing it writes is operator-issued production keys.
+
+pub mod app;
+pub mod errors;
+pub mod keys;
+pub mod rate_limit;
+pub mod routes;
+pub mod server;

@@ -89,6 +89,33 @@ impl Date {
     pub fn days_until(self, later: Date) -> i64 {
         i64::from(later.0) - i64::from(self.0)
     }
+
+    /// The calendar distance to a later date as (years, months, days): the
+    /// most whole months that fit (a month added to the 31st lands on the
+    /// month's last day), then the days left. 2024-01-31 to 2024-03-01 is
+    /// 1 month and 1 day. Zero when `later` is not after `self`.
+    pub fn calendar_distance(self, later: Date) -> (i64, i64, i64) {
+        if later <= self {
+            return (0, 0, 0);
+        }
+        let (from_year, from_month, _) = self.ymd();
+        let (to_year, to_month, _) = later.ymd();
+        let mut months = (to_year - from_year) * 12 + i64::from(to_month) - i64::from(from_month);
+        if self.add_months(months) > later {
+            months -= 1;
+        }
+        let days = self.add_months(months).days_until(later);
+        (months / 12, months % 12, days)
+    }
+
+    /// This date `months` months later, on the same day or the month's last day.
+    fn add_months(self, months: i64) -> Date {
+        let (year, month, day) = self.ymd();
+        let index = year * 12 + i64::from(month) - 1 + months;
+        let (new_year, new_month) = (index.div_euclid(12), (index.rem_euclid(12) + 1) as u32);
+        let new_day = day.min(days_in_month(new_year, new_month));
+        Date(days_from_civil(new_year, new_month, new_day) as i32)
+    }
 }
 
 impl Timestamp {
@@ -199,6 +226,17 @@ mod tests {
         assert_eq!(Timestamp::parse("2023-11-14T22:13:20.123Z"), Some(instant));
         assert_eq!(Timestamp(-1).to_string(), "1969-12-31T23:59:59.999Z");
         assert_eq!(Timestamp::parse("2023-11-14T24:13:20.123Z"), None);
+    }
+
+    #[test]
+    fn calendar_distances_count_years_months_and_days() {
+        let date = |text| Date::parse(text).expect("valid");
+        assert_eq!(date("2024-01-31").calendar_distance(date("2024-03-01")), (0, 1, 1));
+        assert_eq!(date("2026-11-21").calendar_distance(date("2096-12-31")), (70, 1, 10));
+        assert_eq!(date("2024-02-29").calendar_distance(date("2025-02-28")), (1, 0, 0));
+        assert_eq!(date("2024-03-15").calendar_distance(date("2025-03-14")), (0, 11, 27));
+        assert_eq!(date("2025-01-01").calendar_distance(date("2024-01-01")), (0, 0, 0));
+        assert_eq!(date("2025-01-01").calendar_distance(date("2025-01-01")), (0, 0, 0));
     }
 
     #[test]

@@ -1,0 +1,149 @@
+//! The shared state of the service and the access guard every keyed
+//! endpoint runs first: key, then quota, then scope, then audience, all
+//! before any store read.
+
+use std::sync::Arc;
+
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use read_model::DocumentReads;
+use read_model::identifiers::{Audience, SANDBOX_PREFIX};
+
+use crate::errors::ApiError;
+use crate::keys::sandbox::{SandboxKeyError, SandboxKeys};
+use crate::keys::store::KeyStore;
+use crate::keys::{KeyKind, Principal, Scope};
+use crate::rate_limit::{RateDecision, RateLimits};
+
+/// Where the service runs: interactive documentation only outside production.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Environment {
+    Development,
+    Sandbox,
+    Production,
+}
+
+/// Settings that shape responses.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The public origin, for links in responses (`https://api.example.org`).
+    pub public_base_url: String,
+    pub environment: Environment,
+    /// Requests per minute for clients without a key of their own quota.
+    pub default_rate_limit: u32,
+    /// Largest `limit` the bulk endpoint accepts.
+    pub bulk_max_limit: u32,
+}
+
+/// Everything a request handler needs.
+pub struct App {
+    pub store: Arc<dyn DocumentReads>,
+    pub production_keys: Arc<KeyStore>,
+    pub sandbox_keys: SandboxKeys,
+    pub rate_limits: RateLimits,
+    pub settings: Settings,
+}
+
+impl std::fmt::Debug for App {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.debug_struct("App").field("settings", &self.settings).finish_non_exhaustive()
+    }
+}
+
+/// The base path of every public endpoint.
+pub const BASE_PATH: &str = "/api/v1/public/v1";
+
+/// A request that passed the access checks, and its quota state.
+#[derive(Debug)]
+pub struct Granted {
+    pub principal: Principal,
+    pub rate: RateDecision,
+}
+
+impl Granted {
+    /// The audience this caller may read.
+    pub fn audience(&self) -> Audience {
+        match self.principal.kind {
+            KeyKind::Production => Audience::Production,
+            KeyKind::Sandbox => Audience::Sandbox,
+        }
+    }
+
+    /// The handler's answer with the rate-limit headers added.
+    pub fn respond(&self, result: Result<Response, ApiError>) -> Response {
+        with_rate_headers(result.unwrap_or_else(IntoResponse::into_response), &self.rate)
+    }
+}
+
+pub fn with_rate_headers(mut response: Response, rate: &RateDecision) -> Response {
+    rate.write_headers(response.headers_mut());
+    response
+}
+
+fn now_unix() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|elapsed| elapsed.as_secs()).unwrap_or(0)
+}
+
+impl App {
+    /// Authenticates the caller and checks quota, scope and audience.
+    ///
+    /// `record` is the record id the request names, if any: a sandbox key
+    /// naming a production id is refused here, before any store read.
+    #[allow(clippy::result_large_err)]
+    pub fn authorize(&self, headers: &HeaderMap, scope: Scope, record: Option<&str>) -> Result<Granted, Response> {
+        let principal = self.authenticate(headers).map_err(IntoResponse::into_response)?;
+        let rate = self.rate_limits.check(&principal.key_id, principal.rate_limit);
+        let refuse = |error: ApiError| with_rate_headers(error.into_response(), &rate);
+        if let Some(retry_after) = rate.retry_after {
+            return Err(refuse(ApiError::RateLimited { retry_after }));
+        }
+        if !principal.scopes.contains(scope) {
+            return Err(refuse(ApiError::InsufficientScope(scope.name())));
+        }
+        if principal.kind == KeyKind::Sandbox && record.is_some_and(|id| !id.starts_with(SANDBOX_PREFIX)) {
+            return Err(refuse(ApiError::SandboxKeyOnProductionRecord));
+        }
+        Ok(Granted { principal, rate })
+    }
+
+    fn authenticate(&self, headers: &HeaderMap) -> Result<Principal, ApiError> {
+        let key = headers
+            .get("x-api-key")
+            .ok_or(ApiError::MissingApiKey)?
+            .to_str()
+            .map_err(|_| ApiError::InvalidApiKey)?
+            .trim();
+        if key.is_empty() {
+            return Err(ApiError::MissingApiKey);
+        }
+        if SandboxKeys::is_sandbox_key(key) {
+            return self.sandbox_keys.verify(key, now_unix()).map_err(|error| match error {
+                SandboxKeyError::Expired => ApiError::ExpiredApiKey,
+                SandboxKeyError::Malformed | SandboxKeyError::BadSignature => ApiError::InvalidApiKey,
+            });
+        }
+        match self.production_keys.authenticate(key) {
+            Ok(Some(principal)) => Ok(principal),
+            Ok(None) => Err(ApiError::InvalidApiKey),
+            Err(error) => {
+                tracing::error!(%error, "key store unavailable");
+                Err(ApiError::Unavailable)
+            }
+        }
+    }
+
+    /// Quota check for endpoints that take no key, per client address.
+    #[allow(clippy::result_large_err)]
+    pub fn limit_anonymous(&self, client: &str) -> Result<RateDecision, Response> {
+        let rate = self.rate_limits.check(&format!("address:{client}"), self.settings.default_rate_limit);
+        match rate.retry_after {
+            Some(retry_after) => Err(with_rate_headers(ApiError::RateLimited { retry_after }.into_response(), &rate)),
+            None => Ok(rate),
+        }
+    }
+
+    /// The absolute URL of a path under the public base path.
+    pub fn public_url(&self, path: &str) -> String {
+        format!("{}{BASE_PATH}{path}", self.settings.public_base_url.trim_end_matches('/'))
+    }
+}

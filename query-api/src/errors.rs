@@ -1,0 +1,143 @@
+//! The API's error boundary: every failure becomes an RFC 9457
+//! `application/problem+json` body with a stable machine-readable `code`.
+//!
+//! 5xx bodies never carry internal messages; the cause is logged instead.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use read_model::StoreError;
+use serde::Serialize;
+
+/// Everything a request can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("this endpoint needs an API key in the x-api-key header")]
+    MissingApiKey,
+    #[error("the API key is not valid")]
+    InvalidApiKey,
+    #[error("the sandbox API key has expired; register for a new one")]
+    ExpiredApiKey,
+    #[error("this API key lacks the {0} scope")]
+    InsufficientScope(&'static str),
+    #[error("sandbox keys read sandbox records only (ids starting with SANDBOX-)")]
+    SandboxKeyOnProductionRecord,
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    InvalidParameter(String),
+    #[error("the request body must be application/json")]
+    UnsupportedMediaType,
+    #[error("the request body is larger than {0} bytes")]
+    PayloadTooLarge(usize),
+    #[error("no route matches {0}")]
+    UnknownRoute(String),
+    #[error("{0} is not allowed here")]
+    MethodNotAllowed(String),
+    #[error("too many requests; retry in {retry_after} s")]
+    RateLimited { retry_after: u64 },
+    #[error("the read model is unavailable; retry shortly")]
+    Unavailable,
+    #[error("internal error")]
+    Internal,
+}
+
+impl ApiError {
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ApiError::MissingApiKey | ApiError::InvalidApiKey | ApiError::ExpiredApiKey => StatusCode::UNAUTHORIZED,
+            ApiError::InsufficientScope(_) | ApiError::SandboxKeyOnProductionRecord => StatusCode::FORBIDDEN,
+            ApiError::NotFound(_) | ApiError::UnknownRoute(_) => StatusCode::NOT_FOUND,
+            ApiError::InvalidParameter(_) => StatusCode::BAD_REQUEST,
+            ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// The stable code clients branch on.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ApiError::MissingApiKey => "missing_api_key",
+            ApiError::InvalidApiKey => "invalid_api_key",
+            ApiError::ExpiredApiKey => "expired_api_key",
+            ApiError::InsufficientScope(_) => "insufficient_scope",
+            ApiError::SandboxKeyOnProductionRecord => "sandbox_key_production_record",
+            ApiError::NotFound(_) => "not_found",
+            ApiError::InvalidParameter(_) => "invalid_parameter",
+            ApiError::UnsupportedMediaType => "unsupported_media_type",
+            ApiError::PayloadTooLarge(_) => "payload_too_large",
+            ApiError::UnknownRoute(_) => "unknown_route",
+            ApiError::MethodNotAllowed(_) => "method_not_allowed",
+            ApiError::RateLimited { .. } => "rate_limited",
+            ApiError::Unavailable => "service_unavailable",
+            ApiError::Internal => "internal_error",
+        }
+    }
+
+    fn title(&self) -> &'static str {
+        match self.status() {
+            StatusCode::UNAUTHORIZED => "Unauthorized",
+            StatusCode::FORBIDDEN => "Forbidden",
+            StatusCode::NOT_FOUND => "Not Found",
+            StatusCode::BAD_REQUEST => "Bad Request",
+            StatusCode::UNSUPPORTED_MEDIA_TYPE => "Unsupported Media Type",
+            StatusCode::PAYLOAD_TOO_LARGE => "Content Too Large",
+            StatusCode::METHOD_NOT_ALLOWED => "Method Not Allowed",
+            StatusCode::TOO_MANY_REQUESTS => "Too Many Requests",
+            StatusCode::SERVICE_UNAVAILABLE => "Service Unavailable",
+            _ => "Internal Server Error",
+        }
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(error: StoreError) -> ApiError {
+        match error {
+            StoreError::Unavailable(_) | StoreError::NoActiveModelVersion => {
+                tracing::warn!(%error, "store unavailable");
+                ApiError::Unavailable
+            }
+            other => {
+                tracing::error!(error = %other, "store failure");
+                ApiError::Internal
+            }
+        }
+    }
+}
+
+/// The problem document (RFC 9457).
+#[derive(Debug, Serialize)]
+pub struct Problem {
+    #[serde(rename = "type")]
+    pub problem_type: String,
+    pub title: &'static str,
+    pub status: u16,
+    pub detail: String,
+    pub code: &'static str,
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        let problem = Problem {
+            problem_type: format!("urn:lcc:problem:{}", self.code()),
+            title: self.title(),
+            status: status.as_u16(),
+            detail: self.to_string(),
+            code: self.code(),
+        };
+        let mut response = (status, serde_json::to_vec(&problem).unwrap_or_default()).into_response();
+        let headers = response.headers_mut();
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/problem+json"));
+        if let ApiError::RateLimited { retry_after } = self {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
+        }
+        if matches!(self, ApiError::MissingApiKey | ApiError::InvalidApiKey | ApiError::ExpiredApiKey) {
+            headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("ApiKey header=\"x-api-key\""));
+        }
+        response
+    }
+}

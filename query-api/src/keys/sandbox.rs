@@ -1,0 +1,138 @@
+//! Sandbox keys: self-contained tokens, `lcc_sandbox_v1.EXPIRES.NONCE.SIGNATURE`,
+//! signed with HMAC-SHA256 under a secret every replica shares.
+//!
+//! Nothing is stored when a sandbox key is issued, not even the e-mail
+//! address: any replica checks a key by its signature and expiry alone.
+
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+
+use super::{KeyKind, Principal, Scopes, hex, random_bytes};
+
+const PREFIX: &str = "lcc_sandbox_v1";
+
+/// Issues and checks sandbox keys.
+#[derive(Clone)]
+pub struct SandboxKeys {
+    secret: Vec<u8>,
+    /// Lifetime of a new key, in seconds.
+    pub lifetime_seconds: u64,
+    /// Requests per minute a sandbox key may make.
+    pub rate_limit: u32,
+}
+
+impl std::fmt::Debug for SandboxKeys {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("SandboxKeys")
+            .field("secret", &"<redacted>")
+            .field("lifetime_seconds", &self.lifetime_seconds)
+            .field("rate_limit", &self.rate_limit)
+            .finish()
+    }
+}
+
+/// Why a presented sandbox key is not accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SandboxKeyError {
+    Malformed,
+    BadSignature,
+    Expired,
+}
+
+/// A newly issued sandbox key.
+#[derive(Debug, Clone)]
+pub struct IssuedSandboxKey {
+    pub key: String,
+    pub expires_at_unix: u64,
+}
+
+impl SandboxKeys {
+    pub fn new(secret: &[u8], lifetime_seconds: u64, rate_limit: u32) -> SandboxKeys {
+        SandboxKeys { secret: secret.to_vec(), lifetime_seconds, rate_limit }
+    }
+
+    fn mac(&self) -> Hmac<Sha256> {
+        // HMAC takes keys of any length.
+        <Hmac<Sha256> as Mac>::new_from_slice(&self.secret)
+            .unwrap_or_else(|_| unreachable!("HMAC accepts any key length"))
+    }
+
+    /// Issues a key valid from `now_unix` for the configured lifetime.
+    pub fn issue(&self, now_unix: u64) -> std::io::Result<IssuedSandboxKey> {
+        let expires_at_unix = now_unix + self.lifetime_seconds;
+        let nonce = hex(&random_bytes::<12>()?);
+        let unsigned = format!("{PREFIX}.{expires_at_unix}.{nonce}");
+        let mut mac = self.mac();
+        mac.update(unsigned.as_bytes());
+        let signature = hex(&mac.finalize().into_bytes());
+        Ok(IssuedSandboxKey { key: format!("{unsigned}.{signature}"), expires_at_unix })
+    }
+
+    /// Whether `key` looks like a sandbox key at all.
+    pub fn is_sandbox_key(key: &str) -> bool {
+        key.starts_with("lcc_sandbox_")
+    }
+
+    /// Checks a sandbox key and returns its principal.
+    pub fn verify(&self, key: &str, now_unix: u64) -> Result<Principal, SandboxKeyError> {
+        let mut parts = key.split('.');
+        let (Some(PREFIX), Some(expires), Some(nonce), Some(signature), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err(SandboxKeyError::Malformed);
+        };
+        let expires: u64 = expires.parse().map_err(|_| SandboxKeyError::Malformed)?;
+        let signature = decode_hex(signature).ok_or(SandboxKeyError::Malformed)?;
+        let mut mac = self.mac();
+        mac.update(format!("{PREFIX}.{expires}.{nonce}").as_bytes());
+        mac.verify_slice(&signature).map_err(|_| SandboxKeyError::BadSignature)?;
+        if expires <= now_unix {
+            return Err(SandboxKeyError::Expired);
+        }
+        Ok(Principal {
+            kind: KeyKind::Sandbox,
+            key_id: format!("sandbox_{nonce}"),
+            scopes: Scopes::all(),
+            rate_limit: self.rate_limit,
+        })
+    }
+}
+
+fn decode_hex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..text.len()).step_by(2).map(|index| u8::from_str_radix(text.get(index..index + 2)?, 16).ok()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_issued_key_verifies_until_it_expires() {
+        let keys = SandboxKeys::new(b"secret", 100, 60);
+        let issued = keys.issue(1_000).expect("issue");
+        assert!(SandboxKeys::is_sandbox_key(&issued.key));
+        let principal = keys.verify(&issued.key, 1_050).expect("valid");
+        assert_eq!(principal.kind, KeyKind::Sandbox);
+        assert_eq!(principal.scopes, Scopes::all());
+        assert_eq!(keys.verify(&issued.key, 1_100), Err(SandboxKeyError::Expired));
+    }
+
+    #[test]
+    fn a_key_signed_with_another_secret_or_altered_is_rejected() {
+        let issued = SandboxKeys::new(b"secret", 100, 60).issue(1_000).expect("issue");
+        assert_eq!(SandboxKeys::new(b"other", 100, 60).verify(&issued.key, 1_000), Err(SandboxKeyError::BadSignature));
+        let extended = issued.key.replacen(".1100.", ".9999.", 1);
+        assert_eq!(SandboxKeys::new(b"secret", 100, 60).verify(&extended, 1_000), Err(SandboxKeyError::BadSignature));
+        for malformed in ["lcc_sandbox_v1", "lcc_sandbox_v1.x.y.z", "lcc_sandbox_v1.1.a.zz", "lcc_sandbox_v1.1.a.b.c"] {
+            assert_eq!(
+                SandboxKeys::new(b"secret", 100, 60).verify(malformed, 0),
+                Err(SandboxKeyError::Malformed),
+                "{malformed}"
+            );
+        }
+    }
+}

@@ -1,0 +1,173 @@
+//! The `query-api` command: serve the public API, or manage production keys.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use clap::{Parser, Subcommand};
+use query_api::app::{App, Environment, Settings};
+use query_api::keys::Scopes;
+use query_api::keys::sandbox::SandboxKeys;
+use query_api::keys::store::KeyStore;
+use query_api::rate_limit::RateLimits;
+use read_model::{DocumentReads, SqliteStore};
+
+#[derive(Debug, Parser)]
+#[command(name = "query-api", version, about = "The public, read-only rights data API.")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve the public API.
+    Serve(ServeArguments),
+    /// Manage production API keys.
+    Keys {
+        #[command(subcommand)]
+        command: KeyCommand,
+        /// Directory of the embedded store (the keys live beside it).
+        #[arg(long, env = "LCC_DATA_DIR", default_value = "data", global = true)]
+        data_dir: PathBuf,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum KeyCommand {
+    /// Issue a key; it is printed once and stored only as a hash.
+    Issue {
+        #[arg(long)]
+        partner: String,
+        /// Comma-separated scopes, for example `rights:read,bulk:read`.
+        #[arg(long)]
+        scopes: String,
+        /// Requests per minute.
+        #[arg(long, default_value_t = 60)]
+        rate_limit: u32,
+    },
+    /// List the keys (ids, partners, scopes, limits; never the keys).
+    List,
+    /// Revoke a key by its id.
+    Revoke { key_id: String },
+}
+
+#[derive(Debug, clap::Args)]
+struct ServeArguments {
+    #[arg(long, env = "LCC_DATA_DIR", default_value = "data")]
+    data_dir: PathBuf,
+    /// Address of the public listener.
+    #[arg(long, env = "LCC_LISTEN", default_value = "127.0.0.1:8080")]
+    listen: String,
+    /// Public origin used in links (`publicLookupUrl`, bulk `links`).
+    #[arg(long, env = "LCC_PUBLIC_BASE_URL", default_value = "http://127.0.0.1:8080")]
+    public_base_url: String,
+    #[arg(long, env = "LCC_ENVIRONMENT", value_enum, default_value = "development")]
+    environment: Environment,
+    /// Secret that signs sandbox keys; every replica needs the same one. Required in production.
+    #[arg(long, env = "LCC_SANDBOX_KEY_SECRET", hide_env_values = true)]
+    sandbox_key_secret: Option<String>,
+    /// Lifetime of a sandbox key, in days.
+    #[arg(long, env = "LCC_SANDBOX_KEY_DAYS", default_value_t = 30)]
+    sandbox_key_days: u64,
+    /// Requests per minute for sandbox keys and for endpoints without a key.
+    #[arg(long, env = "LCC_DEFAULT_RATE_LIMIT", default_value_t = 60)]
+    default_rate_limit: u32,
+    /// Largest page size of the bulk export.
+    #[arg(long, env = "LCC_BULK_MAX_LIMIT", default_value_t = 1_000)]
+    bulk_max_limit: u32,
+}
+
+fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    match Cli::parse().command {
+        Command::Keys { command, data_dir } => keys(command, &data_dir),
+        Command::Serve(arguments) => {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .context("failed to start the runtime")?;
+            runtime.block_on(serve(arguments))
+        }
+    }
+}
+
+fn keys(command: KeyCommand, data_dir: &std::path::Path) -> anyhow::Result<()> {
+    let store = KeyStore::open(data_dir).context("failed to open the key store")?;
+    match command {
+        KeyCommand::Issue { partner, scopes, rate_limit } => {
+            let scopes = Scopes::parse_list(&scopes).map_err(anyhow::Error::msg)?;
+            if scopes == Scopes::default() {
+                bail!("give at least one scope");
+            }
+            if rate_limit == 0 {
+                bail!("the rate limit must be at least 1 request per minute");
+            }
+            let (key, record) = store.issue(&partner, scopes, rate_limit).context("failed to issue the key")?;
+            println!("{key}");
+            eprintln!(
+                "issued {} for {} with scopes {} at {rate_limit}/min; the key is shown only now",
+                record.key_id,
+                record.partner,
+                scopes.to_list()
+            );
+        }
+        KeyCommand::List => {
+            for key in store.list().context("failed to list keys")? {
+                let state = if key.revoked { "revoked" } else { "active" };
+                println!("{}\t{}\t{}\t{}/min\t{state}", key.key_id, key.partner, key.scopes.to_list(), key.rate_limit);
+            }
+        }
+        KeyCommand::Revoke { key_id } => {
+            if !store.revoke(&key_id).context("failed to revoke the key")? {
+                bail!("no key {key_id}");
+            }
+            println!("revoked {key_id}");
+        }
+    }
+    Ok(())
+}
+
+async fn serve(arguments: ServeArguments) -> anyhow::Result<()> {
+    let secret = match (&arguments.sandbox_key_secret, arguments.environment) {
+        (Some(secret), _) => secret.clone().into_bytes(),
+        (None, Environment::Production) => {
+            bail!("--sandbox-key-secret (LCC_SANDBOX_KEY_SECRET) is required in production")
+        }
+        (None, _) => {
+            tracing::warn!(
+                "no sandbox key secret configured: sandbox keys are valid on this process only until it restarts"
+            );
+            query_api::keys::random_bytes::<32>().context("failed to generate a sandbox key secret")?.to_vec()
+        }
+    };
+    let store: Arc<dyn DocumentReads> =
+        Arc::new(SqliteStore::open(&arguments.data_dir).context("failed to open the store")?);
+    let app = Arc::new(App {
+        store,
+        production_keys: Arc::new(KeyStore::open(&arguments.data_dir).context("failed to open the key store")?),
+        sandbox_keys: SandboxKeys::new(&secret, arguments.sandbox_key_days * 86_400, arguments.default_rate_limit),
+        rate_limits: RateLimits::default(),
+        settings: Settings {
+            public_base_url: arguments.public_base_url,
+            environment: arguments.environment,
+            default_rate_limit: arguments.default_rate_limit,
+            bulk_max_limit: arguments.bulk_max_limit,
+        },
+    });
+    let listener = tokio::net::TcpListener::bind(&arguments.listen)
+        .await
+        .with_context(|| format!("failed to listen on {}", arguments.listen))?;
+    tracing::info!(address = %listener.local_addr()?, "serving the public API");
+    query_api::server::run(listener, app, async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
+    .await
+    .context("the server failed")
+}

@@ -1,0 +1,129 @@
+//! The evidence package: stored inputs plus what depends on the request,
+//! the remaining term of protection and the public lookup link.
+
+use std::sync::Arc;
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use read_model::DocumentKind;
+use read_model::calendar::{Date, Timestamp};
+use read_model::documents::{
+    CertificateRecord, DisputeStatus, DisputeSummary, EvidenceInputs, RightHolding, WorkStatus,
+};
+use serde::Serialize;
+
+use super::{decode, json_of};
+use crate::app::App;
+use crate::errors::ApiError;
+use crate::keys::Scope;
+
+/// The answer of `GET /rights/{lccId}/evidence`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EvidencePackage {
+    pub lcc_id: String,
+    pub title: String,
+    pub status: WorkStatus,
+    pub earliest_recorded_at: Timestamp,
+    pub file_sha256: String,
+    pub rights_chain: RightsChain,
+    pub protection: Protection,
+    pub dispute_status: DisputeStatus,
+    pub disputes: Vec<DisputeSummary>,
+    pub certificate: Option<CertificateRecord>,
+    /// Where anyone can check the record independently.
+    pub public_lookup_url: String,
+    pub generated_at: Timestamp,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RightsChain {
+    pub authors_rights: Vec<RightHolding>,
+    pub related_rights: Vec<RightHolding>,
+}
+
+/// The term of protection as of the request.
+#[derive(Debug, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct Protection {
+    pub ends_on: Option<Date>,
+    pub in_force: bool,
+    pub remaining: RemainingTerm,
+}
+
+#[derive(Debug, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct RemainingTerm {
+    pub years: i64,
+    pub months: i64,
+    pub days: i64,
+    pub total_days: i64,
+}
+
+/// The term left on `today` for protection ending on `ends_on` (inclusive).
+pub fn protection(ends_on: Option<Date>, today: Date) -> Protection {
+    let in_force = ends_on.is_some_and(|ends| ends >= today);
+    let (years, months, days, total_days) = match ends_on {
+        Some(ends) if in_force => {
+            let (years, months, days) = today.calendar_distance(ends);
+            (years, months, days, today.days_until(ends))
+        }
+        _ => (0, 0, 0, 0),
+    };
+    Protection { ends_on, in_force, remaining: RemainingTerm { years, months, days, total_days } }
+}
+
+/// `GET /rights/{lccId}/evidence`.
+pub async fn evidence(State(app): State<Arc<App>>, Path(lcc_id): Path<String>, headers: HeaderMap) -> Response {
+    let granted = match app.authorize(&headers, Scope::EvidenceRead, Some(&lcc_id)) {
+        Ok(granted) => granted,
+        Err(refused) => return refused,
+    };
+    let result = async {
+        let body = app
+            .store
+            .document(DocumentKind::Evidence, &lcc_id)
+            .await?
+            .ok_or_else(|| ApiError::NotFound(format!("no work {lcc_id}")))?;
+        let inputs: EvidenceInputs = decode(&body)?;
+        let now = Timestamp::now();
+        let package = EvidencePackage {
+            public_lookup_url: app.public_url(&format!("/rights/{lcc_id}")),
+            lcc_id: inputs.lcc_id,
+            title: inputs.title,
+            status: inputs.status,
+            earliest_recorded_at: inputs.earliest_recorded_at,
+            file_sha256: inputs.file_sha256,
+            rights_chain: RightsChain { authors_rights: inputs.authors_rights, related_rights: inputs.related_rights },
+            protection: protection(inputs.protection_ends_on, Date::of(now)),
+            dispute_status: inputs.dispute_status,
+            disputes: inputs.disputes,
+            certificate: inputs.certificate,
+            generated_at: now,
+        };
+        json_of(StatusCode::OK, &package)
+    };
+    granted.respond(result.await)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_remaining_term_is_counted_to_the_last_day_inclusive() {
+        let today = Date::parse("2026-11-21").expect("date");
+        let open = protection(Date::parse("2096-12-31"), today);
+        assert!(open.in_force);
+        assert_eq!(open.remaining, RemainingTerm { years: 70, months: 1, days: 10, total_days: 25_608 });
+        let last_day = protection(Some(today), today);
+        assert!(last_day.in_force);
+        assert_eq!(last_day.remaining.total_days, 0);
+        let ended = protection(Date::parse("1999-12-31"), today);
+        assert!(!ended.in_force);
+        assert_eq!(ended.remaining, RemainingTerm { years: 0, months: 0, days: 0, total_days: 0 });
+        assert!(!protection(None, today).in_force);
+    }
+}

@@ -1,0 +1,142 @@
+//! The sandbox: the fixture catalogue and self-service key registration.
+//! Neither takes a key; both are limited per client address.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Extension;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{ConnectInfo, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use read_model::calendar::Timestamp;
+use serde::{Deserialize, Serialize};
+
+use super::{MAX_BODY_BYTES, client_address, json, json_of};
+use crate::app::{App, with_rate_headers};
+use crate::errors::ApiError;
+
+/// `GET /sandbox/fixtures`: every sandbox record with the scenarios it shows.
+pub async fn fixtures(
+    State(app): State<Arc<App>>,
+    connect_info: Option<Extension<ConnectInfo<SocketAddr>>>,
+) -> Response {
+    let rate = match app.limit_anonymous(&client_address(connect_info.as_ref().map(|Extension(info)| info))) {
+        Ok(rate) => rate,
+        Err(refused) => return refused,
+    };
+    let result = async {
+        let fixtures = app.store.sandbox_fixtures().await?;
+        let mut body = format!("{{\"count\":{},\"fixtures\":[", fixtures.len()).into_bytes();
+        for (index, fixture) in fixtures.iter().enumerate() {
+            if index > 0 {
+                body.push(b',');
+            }
+            body.extend_from_slice(fixture);
+        }
+        body.extend_from_slice(b"]}");
+        Ok::<_, ApiError>(json(StatusCode::OK, body))
+    };
+    with_rate_headers(result.await.unwrap_or_else(IntoResponse::into_response), &rate)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Registration {
+    email: String,
+}
+
+/// The answer of `POST /sandbox/register`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SandboxKey {
+    /// Send it in the `x-api-key` header. It is shown only in this response.
+    pub api_key: String,
+    pub key_type: &'static str,
+    pub scopes: Vec<&'static str>,
+    pub rate_limit_per_minute: u32,
+    pub expires_at: Timestamp,
+}
+
+/// A plausible e-mail address: one `@`, a local part, and a dotted domain.
+pub fn is_plausible_email(email: &str) -> bool {
+    let Some((local, domain)) = email.split_once('@') else { return false };
+    email.len() <= 254
+        && !local.is_empty()
+        && local.len() <= 64
+        && domain.contains('.')
+        && !domain.starts_with('.')
+        && !domain.ends_with('.')
+        && !domain.contains('@')
+        && !email.chars().any(|character| character.is_whitespace() || character.is_control())
+}
+
+/// `POST /sandbox/register` with `{"email": "..."}`: a sandbox key at once.
+///
+/// The address is checked and not stored anywhere: the key is a signed
+/// token, so there is nothing to remember.
+pub async fn register(
+    State(app): State<Arc<App>>,
+    connect_info: Option<Extension<ConnectInfo<SocketAddr>>>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let rate = match app.limit_anonymous(&client_address(connect_info.as_ref().map(|Extension(info)| info))) {
+        Ok(rate) => rate,
+        Err(refused) => return refused,
+    };
+    let result = (|| {
+        let content_type = headers.get(header::CONTENT_TYPE).and_then(|value| value.to_str().ok()).unwrap_or_default();
+        let media_type = content_type.split(';').next().unwrap_or_default().trim();
+        if !media_type.eq_ignore_ascii_case("application/json") {
+            return Err(ApiError::UnsupportedMediaType);
+        }
+        let body = body.map_err(|rejection| {
+            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::PayloadTooLarge(MAX_BODY_BYTES)
+            } else {
+                ApiError::InvalidParameter("the request body could not be read".into())
+            }
+        })?;
+        let registration: Registration = serde_json::from_slice(&body).map_err(|error| {
+            ApiError::InvalidParameter(format!("the body must be a JSON object with one string field, email: {error}"))
+        })?;
+        let email = registration.email.trim();
+        if !is_plausible_email(email) {
+            return Err(ApiError::InvalidParameter("email must be an e-mail address".into()));
+        }
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|elapsed| elapsed.as_secs())
+            .unwrap_or(0);
+        let issued = app.sandbox_keys.issue(now).map_err(|error| {
+            tracing::error!(%error, "cannot generate a sandbox key");
+            ApiError::Internal
+        })?;
+        let key = SandboxKey {
+            api_key: issued.key,
+            key_type: "sandbox",
+            scopes: crate::keys::Scopes::all().iter().map(crate::keys::Scope::name).collect(),
+            rate_limit_per_minute: app.sandbox_keys.rate_limit,
+            expires_at: Timestamp(i64::try_from(issued.expires_at_unix).unwrap_or(i64::MAX) * 1000),
+        };
+        json_of(StatusCode::CREATED, &key)
+    })();
+    with_rate_headers(result.unwrap_or_else(IntoResponse::into_response), &rate)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plausible_email_addresses() {
+        for good in ["a@b.co", "first.last+tag@example.org"] {
+            assert!(is_plausible_email(good), "{good}");
+        }
+        for bad in ["", "a", "@b.co", "a@b", "a@.b", "a@b.", "a b@c.de", "a@b@c.de"] {
+            assert!(!is_plausible_email(bad), "{bad}");
+        }
+    }
+}

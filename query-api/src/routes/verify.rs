@@ -1,0 +1,142 @@
+//! Verification of a work's rights and certificate, computed at request time
+//! from the stored inputs (protection in force depends on the day).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use read_model::DocumentKind;
+use read_model::calendar::{Date, Timestamp};
+use read_model::documents::{CertificateRecord, RightType, VerificationInputs, WorkStatus};
+use serde::Serialize;
+
+use super::{decode, json_of};
+use crate::app::App;
+use crate::errors::ApiError;
+use crate::keys::Scope;
+
+/// The answer of `GET /rights/{lccId}/verify`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VerificationResult {
+    pub lcc_id: String,
+    /// True when every check passed.
+    pub verified: bool,
+    /// The day the checks were made (UTC).
+    pub checked_on: Date,
+    pub checks: Vec<Check>,
+    pub certificate: Option<CertificateRecord>,
+}
+
+/// One named check.
+#[derive(Debug, Serialize)]
+pub struct Check {
+    pub name: &'static str,
+    pub passed: bool,
+    pub detail: String,
+}
+
+/// The checks, in a fixed order; `file_sha256` is the client's hash, when given.
+pub fn checks(inputs: &VerificationInputs, today: Date, file_sha256: Option<&str>) -> Vec<Check> {
+    let mut checks = Vec::new();
+    let certificate = match &inputs.certificate {
+        None => (false, "no certificate was issued".to_owned()),
+        Some(certificate) if certificate.revoked => {
+            (false, format!("certificate {} was revoked", certificate.certificate_id))
+        }
+        Some(certificate) => (true, format!("certificate {} is valid", certificate.certificate_id)),
+    };
+    checks.push(Check { name: "certificate", passed: certificate.0, detail: certificate.1 });
+    let authors = inputs.shares.iter().any(|total| total.right_type == RightType::AuthorsRight);
+    let incomplete: Vec<String> = inputs
+        .shares
+        .iter()
+        .filter(|total| !total.complete)
+        .map(|total| format!("{:?} shares add up to {}%", total.right_type, f64::from(total.basis_points) / 100.0))
+        .collect();
+    let chain = if !authors {
+        (false, "no authors' rights are recorded".to_owned())
+    } else if incomplete.is_empty() {
+        (true, "the shares of every right type add up to 100%".to_owned())
+    } else {
+        (false, incomplete.join("; "))
+    };
+    checks.push(Check { name: "rights_chain_complete", passed: chain.0, detail: chain.1 });
+    let open = inputs.dispute_status.is_unresolved();
+    let status = serde_json::to_value(inputs.dispute_status).ok().and_then(|value| value.as_str().map(str::to_owned));
+    checks.push(Check {
+        name: "no_open_dispute",
+        passed: !open,
+        detail: format!("dispute status: {}", status.unwrap_or_default()),
+    });
+    let protection = match inputs.protection_ends_on {
+        None => (false, "no term of protection is recorded".to_owned()),
+        Some(ends) if ends >= today => (true, format!("protected until {ends}")),
+        Some(ends) => (false, format!("protection ended on {ends}")),
+    };
+    checks.push(Check { name: "protection_in_force", passed: protection.0, detail: protection.1 });
+    let active = inputs.status != WorkStatus::Withdrawn;
+    checks.push(Check {
+        name: "record_active",
+        passed: active,
+        detail: if active { "the record is active".to_owned() } else { "the work was withdrawn".to_owned() },
+    });
+    if let Some(hash) = file_sha256 {
+        let matches = hash == inputs.file_sha256;
+        checks.push(Check {
+            name: "file_hash_matches",
+            passed: matches,
+            detail: if matches {
+                "the SHA-256 given matches the registered file".to_owned()
+            } else {
+                "the SHA-256 given differs from the registered file".to_owned()
+            },
+        });
+    }
+    checks
+}
+
+/// `GET /rights/{lccId}/verify[?sha256=HEX]`.
+pub async fn verify(
+    State(app): State<Arc<App>>,
+    Path(lcc_id): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+) -> Response {
+    let granted = match app.authorize(&headers, Scope::RightsVerify, Some(&lcc_id)) {
+        Ok(granted) => granted,
+        Err(refused) => return refused,
+    };
+    let result = async {
+        let file_sha256 = query
+            .get("sha256")
+            .map(|hash| {
+                let hash = hash.trim().to_ascii_lowercase();
+                if hash.len() == 64 && hash.bytes().all(|byte| byte.is_ascii_hexdigit()) {
+                    Ok(hash)
+                } else {
+                    Err(ApiError::InvalidParameter("sha256 must be 64 hexadecimal characters".into()))
+                }
+            })
+            .transpose()?;
+        let body = app
+            .store
+            .document(DocumentKind::Verification, &lcc_id)
+            .await?
+            .ok_or_else(|| ApiError::NotFound(format!("no work {lcc_id}")))?;
+        let inputs: VerificationInputs = decode(&body)?;
+        let today = Date::of(Timestamp::now());
+        let checks = checks(&inputs, today, file_sha256.as_deref());
+        let result = VerificationResult {
+            verified: checks.iter().all(|check| check.passed),
+            lcc_id,
+            checked_on: today,
+            checks,
+            certificate: inputs.certificate,
+        };
+        json_of(StatusCode::OK, &result)
+    };
+    granted.respond(result.await)
+}

@@ -1,0 +1,120 @@
+//! A real service for tests: the sandbox fixtures and a small generated
+//! production stream projected by the real projector into a SQLite store,
+//! production keys issued through the key store, and the router driven with
+//! `tower::ServiceExt::oneshot`.
+
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use axum::response::Response;
+use http_body_util::BodyExt;
+use projector::contract::Contract;
+use projector::dead_letter::DeadLetterFile;
+use projector::generate::{GenerateOptions, generate};
+use projector::runner::{RunOptions, run_file_source};
+use projector::source::file::FileSource;
+use query_api::app::{App, Environment, Settings};
+use query_api::keys::sandbox::SandboxKeys;
+use query_api::keys::store::KeyStore;
+use query_api::keys::{Scope, Scopes};
+use query_api::rate_limit::RateLimits;
+use query_api::routes::router;
+use read_model::{ModelVersion, ModelVersions, SqliteStore, Store};
+use tower::ServiceExt;
+
+pub const BASE: &str = "/api/v1/public/v1";
+
+pub struct Service {
+    pub directory: tempfile::TempDir,
+    pub app: Arc<App>,
+    pub store: SqliteStore,
+    /// A production key with every scope and a high limit.
+    pub full_key: String,
+}
+
+async fn project(store: &SqliteStore, events: &Path, dead_letters: &Path) {
+    let source = FileSource::new(events, Arc::new(Contract::load().expect("contract")));
+    let letters = DeadLetterFile::open(dead_letters).expect("dead letters");
+    let options = RunOptions { batch_size: 5_000, exit_when_caught_up: true, poll_interval: Duration::from_millis(10) };
+    let store: Arc<dyn Store> = Arc::new(store.clone());
+    run_file_source(store, ModelVersion(1), source, letters, options, std::future::pending())
+        .await
+        .expect("projection");
+}
+
+impl Service {
+    pub async fn start() -> Service {
+        let directory = tempfile::tempdir().expect("tempdir");
+        let data = directory.path().join("data");
+        let store = SqliteStore::open(&data).expect("store");
+        store.migrate().await.expect("migrate");
+        store.create_model_version(ModelVersion(1)).await.expect("create");
+        store.activate_model_version(ModelVersion(1)).await.expect("activate");
+        let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace").to_path_buf();
+        project(&store, &workspace.join("schemas/fixtures/sandbox"), &directory.path().join("sandbox.jsonl")).await;
+        let events = directory.path().join("events");
+        generate(&GenerateOptions { works: 300, seed: 12, events_per_segment: 10_000, sandbox: false }, &events)
+            .expect("generate");
+        project(&store, &events, &directory.path().join("production.jsonl")).await;
+
+        let keys = KeyStore::open(&data).expect("keys");
+        let (full_key, _) = keys.issue("Everything Ltd", Scopes::all(), 100_000).expect("issue");
+        let app = Arc::new(App {
+            store: Arc::new(store.clone()),
+            production_keys: Arc::new(keys),
+            sandbox_keys: SandboxKeys::new(b"test-secret", 3_600, 100_000),
+            rate_limits: RateLimits::default(),
+            settings: Settings {
+                public_base_url: "https://api.example.org".into(),
+                environment: Environment::Development,
+                default_rate_limit: 60,
+                bulk_max_limit: 1_000,
+            },
+        });
+        Service { directory, app, store, full_key }
+    }
+
+    pub fn issue_key(&self, scopes: &[Scope], rate_limit: u32) -> String {
+        self.app.production_keys.issue("Test Partner", scopes.iter().copied().collect(), rate_limit).expect("issue").0
+    }
+
+    pub fn sandbox_key(&self) -> String {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_secs();
+        self.app.sandbox_keys.issue(now).expect("issue").key
+    }
+
+    pub async fn send(&self, request: Request<Body>) -> Response {
+        router(Arc::clone(&self.app)).oneshot(request).await.expect("infallible")
+    }
+
+    pub async fn get(&self, path: &str, key: Option<&str>) -> (StatusCode, serde_json::Value, Response) {
+        let mut request = Request::get(format!("{BASE}{path}"));
+        if let Some(key) = key {
+            request = request.header("x-api-key", key);
+        }
+        let response = self.send(request.body(Body::empty()).expect("request")).await;
+        split(response).await
+    }
+
+    /// A production work id that exists in the store.
+    pub fn production_work(&self) -> &'static str {
+        "LCC-0000000001"
+    }
+}
+
+/// Status, JSON body (null when not JSON), and the response head.
+pub async fn split(response: Response) -> (StatusCode, serde_json::Value, Response) {
+    let (parts, body) = response.into_parts();
+    let bytes = body.collect().await.expect("body").to_bytes();
+    let json = serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null);
+    (parts.status, json, Response::from_parts(parts, Body::from(bytes)))
+}
+
+pub async fn text(response: Response) -> String {
+    String::from_utf8(response.into_body().collect().await.expect("body").to_bytes().to_vec()).expect("utf-8")
+}
