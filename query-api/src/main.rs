@@ -5,11 +5,9 @@ use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
-use query_api::app::{App, Environment, Settings};
+use query_api::config::ServeConfig;
 use query_api::keys::Scopes;
-use query_api::keys::sandbox::SandboxKeys;
 use query_api::keys::store::KeyStore;
-use query_api::rate_limit::RateLimits;
 use read_model::{DocumentReads, SqliteStore};
 
 #[derive(Debug, Parser)]
@@ -56,26 +54,8 @@ enum KeyCommand {
 struct ServeArguments {
     #[arg(long, env = "LCC_DATA_DIR", default_value = "data")]
     data_dir: PathBuf,
-    /// Address of the public listener.
-    #[arg(long, env = "LCC_LISTEN", default_value = "127.0.0.1:8080")]
-    listen: String,
-    /// Public origin used in links (`publicLookupUrl`, bulk `links`).
-    #[arg(long, env = "LCC_PUBLIC_BASE_URL", default_value = "http://127.0.0.1:8080")]
-    public_base_url: String,
-    #[arg(long, env = "LCC_ENVIRONMENT", value_enum, default_value = "development")]
-    environment: Environment,
-    /// Secret that signs sandbox keys; every replica needs the same one. Required in production.
-    #[arg(long, env = "LCC_SANDBOX_KEY_SECRET", hide_env_values = true)]
-    sandbox_key_secret: Option<String>,
-    /// Lifetime of a sandbox key, in days.
-    #[arg(long, env = "LCC_SANDBOX_KEY_DAYS", default_value_t = 30)]
-    sandbox_key_days: u64,
-    /// Requests per minute for sandbox keys and for endpoints without a key.
-    #[arg(long, env = "LCC_DEFAULT_RATE_LIMIT", default_value_t = 60)]
-    default_rate_limit: u32,
-    /// Largest page size of the bulk export.
-    #[arg(long, env = "LCC_BULK_MAX_LIMIT", default_value_t = 1_000)]
-    bulk_max_limit: u32,
+    #[command(flatten)]
+    config: ServeConfig,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -135,35 +115,12 @@ fn keys(command: KeyCommand, data_dir: &std::path::Path) -> anyhow::Result<()> {
 }
 
 async fn serve(arguments: ServeArguments) -> anyhow::Result<()> {
-    let secret = match (&arguments.sandbox_key_secret, arguments.environment) {
-        (Some(secret), _) => secret.clone().into_bytes(),
-        (None, Environment::Production) => {
-            bail!("--sandbox-key-secret (LCC_SANDBOX_KEY_SECRET) is required in production")
-        }
-        (None, _) => {
-            tracing::warn!(
-                "no sandbox key secret configured: sandbox keys are valid on this process only until it restarts"
-            );
-            query_api::keys::random_bytes::<32>().context("failed to generate a sandbox key secret")?.to_vec()
-        }
-    };
     let store: Arc<dyn DocumentReads> =
         Arc::new(SqliteStore::open(&arguments.data_dir).context("failed to open the store")?);
-    let app = Arc::new(App {
-        store,
-        production_keys: Arc::new(KeyStore::open(&arguments.data_dir).context("failed to open the key store")?),
-        sandbox_keys: SandboxKeys::new(&secret, arguments.sandbox_key_days * 86_400, arguments.default_rate_limit),
-        rate_limits: RateLimits::default(),
-        settings: Settings {
-            public_base_url: arguments.public_base_url,
-            environment: arguments.environment,
-            default_rate_limit: arguments.default_rate_limit,
-            bulk_max_limit: arguments.bulk_max_limit,
-        },
-    });
-    let listener = tokio::net::TcpListener::bind(&arguments.listen)
+    let app = arguments.config.build_app(store, &arguments.data_dir)?;
+    let listener = tokio::net::TcpListener::bind(&arguments.config.listen)
         .await
-        .with_context(|| format!("failed to listen on {}", arguments.listen))?;
+        .with_context(|| format!("failed to listen on {}", arguments.config.listen))?;
     tracing::info!(address = %listener.local_addr()?, "serving the public API");
     query_api::server::run(listener, app, async {
         let _ = tokio::signal::ctrl_c().await;

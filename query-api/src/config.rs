@@ -1,0 +1,68 @@
+//! The service's configuration: flags with environment fallbacks and
+//! defaults that work on one machine. Shared by `query-api serve` and the
+//! single-machine `rights-service` binary.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use read_model::DocumentReads;
+
+use crate::app::{App, Environment, Settings};
+use crate::keys::sandbox::SandboxKeys;
+use crate::keys::store::KeyStore;
+use crate::rate_limit::RateLimits;
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServeConfig {
+    /// Address of the public listener.
+    #[arg(long, env = "LCC_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: String,
+    /// Public origin used in links (`publicLookupUrl`, bulk `links`).
+    #[arg(long, env = "LCC_PUBLIC_BASE_URL", default_value = "http://127.0.0.1:8080")]
+    pub public_base_url: String,
+    #[arg(long, env = "LCC_ENVIRONMENT", value_enum, default_value = "development")]
+    pub environment: Environment,
+    /// Secret that signs sandbox keys; every replica needs the same one. Required in production.
+    #[arg(long, env = "LCC_SANDBOX_KEY_SECRET", hide_env_values = true)]
+    pub sandbox_key_secret: Option<String>,
+    /// Lifetime of a sandbox key, in days.
+    #[arg(long, env = "LCC_SANDBOX_KEY_DAYS", default_value_t = 30)]
+    pub sandbox_key_days: u64,
+    /// Requests per minute for sandbox keys and for endpoints without a key.
+    #[arg(long, env = "LCC_DEFAULT_RATE_LIMIT", default_value_t = 60)]
+    pub default_rate_limit: u32,
+    /// Largest page size of the bulk export.
+    #[arg(long, env = "LCC_BULK_MAX_LIMIT", default_value_t = 1_000)]
+    pub bulk_max_limit: u32,
+}
+
+impl ServeConfig {
+    /// The application state over `store`, with production keys from `data_dir`.
+    pub fn build_app(&self, store: Arc<dyn DocumentReads>, data_dir: &Path) -> anyhow::Result<Arc<App>> {
+        let secret = match (&self.sandbox_key_secret, self.environment) {
+            (Some(secret), _) => secret.clone().into_bytes(),
+            (None, Environment::Production) => {
+                bail!("--sandbox-key-secret (LCC_SANDBOX_KEY_SECRET) is required in production")
+            }
+            (None, _) => {
+                tracing::warn!(
+                    "no sandbox key secret configured: sandbox keys are valid on this process only until it restarts"
+                );
+                crate::keys::random_bytes::<32>().context("failed to generate a sandbox key secret")?.to_vec()
+            }
+        };
+        Ok(Arc::new(App {
+            store,
+            production_keys: Arc::new(KeyStore::open(data_dir).context("failed to open the key store")?),
+            sandbox_keys: SandboxKeys::new(&secret, self.sandbox_key_days * 86_400, self.default_rate_limit),
+            rate_limits: RateLimits::default(),
+            settings: Settings {
+                public_base_url: self.public_base_url.clone(),
+                environment: self.environment,
+                default_rate_limit: self.default_rate_limit,
+                bulk_max_limit: self.bulk_max_limit,
+            },
+        }))
+    }
+}

@@ -1,0 +1,113 @@
+//! `cargo run --release`: the whole read side on one machine, on the
+//! embedded default. The projector follows the bundled sandbox event files
+//! (and any file added beside them) into the SQLite store, and the public API
+//! serves it. One signal (Ctrl-C or SIGTERM) stops both cleanly.
+//!
+//! The two halves keep their boundaries in one process: the projector writes
+//! through `ProjectionWrites`, the API reads through `DocumentReads`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Parser;
+use projector::contract::Contract;
+use projector::dead_letter::DeadLetterFile;
+use projector::runner::{RunOptions, run_file_source};
+use projector::source::file::FileSource;
+use query_api::config::ServeConfig;
+use read_model::{DocumentReads, ModelVersion, ModelVersions, SqliteStore, Store};
+use tokio::sync::watch;
+
+#[derive(Debug, Parser)]
+#[command(name = "rights-service", version, about = "The read side on one machine: projector and public API.")]
+struct Cli {
+    /// Directory of the embedded SQLite store.
+    #[arg(long, env = "LCC_DATA_DIR", default_value = "data")]
+    data_dir: PathBuf,
+    /// Event files to project (the bundled sandbox fixtures by default).
+    #[arg(long, env = "LCC_EVENTS_DIR", default_value = "schemas/fixtures/sandbox")]
+    events_dir: PathBuf,
+    #[command(flatten)]
+    serve: ServeConfig,
+}
+
+fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("failed to start the runtime")?
+        .block_on(run(cli))
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
+    let store = SqliteStore::open(&cli.data_dir).context("failed to open the store")?;
+    store.migrate().await.context("failed to migrate the store")?;
+    let version = match store.active_model_version().await.context("failed to read the active version")? {
+        Some(version) => version,
+        None => {
+            store.create_model_version(ModelVersion(1)).await.context("failed to create model version 1")?;
+            store.activate_model_version(ModelVersion(1)).await.context("failed to activate model version 1")?;
+            ModelVersion(1)
+        }
+    };
+    let (stop, stopped) = watch::channel(false);
+    let wait_for_stop = |mut stopped: watch::Receiver<bool>| async move {
+        let _ = stopped.wait_for(|stop| *stop).await;
+    };
+
+    let source = FileSource::new(&cli.events_dir, Arc::new(Contract::load()?));
+    source.files().context("failed to read the events directory")?;
+    let dead_letters = DeadLetterFile::open(&cli.data_dir.join("dead-letters").join("service-events.jsonl"))
+        .context("failed to open the dead-letter file")?;
+    let options = RunOptions { batch_size: 5_000, exit_when_caught_up: false, poll_interval: Duration::from_secs(1) };
+    let projection_store: Arc<dyn Store> = Arc::new(store.clone());
+    let projection = tokio::spawn(run_file_source(
+        projection_store,
+        version,
+        source,
+        dead_letters,
+        options,
+        wait_for_stop(stopped.clone()),
+    ));
+
+    let reads: Arc<dyn DocumentReads> = Arc::new(store);
+    let app = cli.serve.build_app(reads, &cli.data_dir)?;
+    let listener = tokio::net::TcpListener::bind(&cli.serve.listen)
+        .await
+        .with_context(|| format!("failed to listen on {}", cli.serve.listen))?;
+    tracing::info!(address = %listener.local_addr()?, events = %cli.events_dir.display(), "serving the public API");
+    let server = tokio::spawn(query_api::server::run(listener, app, wait_for_stop(stopped)));
+
+    shutdown_signal().await;
+    tracing::info!("stopping");
+    let _ = stop.send(true);
+    server.await.context("the server task failed")?.context("the server failed")?;
+    projection.await.context("the projector task failed")?.context("the projector failed")?;
+    Ok(())
+}
+
+/// Resolves on SIGTERM or Ctrl-C.
+async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    let mut terminate = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(signal) => signal,
+        Err(_) => {
+            let _ = interrupt.await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = interrupt => {}
+        _ = terminate.recv() => {}
+    }
+}
