@@ -85,13 +85,24 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(&cli.serve.listen)
         .await
         .with_context(|| format!("failed to listen on {}", cli.serve.listen))?;
-    tracing::info!(address = %listener.local_addr()?, events = %cli.events_dir.display(), "serving the public API");
+    let admin = tokio::net::TcpListener::bind(&cli.serve.admin_listen)
+        .await
+        .with_context(|| format!("failed to listen on {}", cli.serve.admin_listen))?;
+    tracing::info!(
+        address = %listener.local_addr()?,
+        admin = %admin.local_addr()?,
+        events = %cli.events_dir.display(),
+        "serving the public API"
+    );
+    let admin_server =
+        tokio::spawn(query_api::server::run_admin(admin, Arc::clone(&app), wait_for_stop(stopped.clone())));
     let server = tokio::spawn(query_api::server::run(listener, app, wait_for_stop(stopped)));
 
     shutdown_signal().await;
     tracing::info!("stopping");
     let _ = stop.send(true);
     server.await.context("the server task failed")?.context("the server failed")?;
+    admin_server.await.context("the admin task failed")?.context("the admin listener failed")?;
     projection.await.context("the projector task failed")?.context("the projector failed")?;
     Ok(())
 }

@@ -42,6 +42,7 @@ pub struct App {
     pub sandbox_keys: SandboxKeys,
     pub rate_limits: RateLimits,
     pub settings: Settings,
+    pub metrics: Arc<crate::metrics::Metrics>,
 }
 
 impl std::fmt::Debug for App {

@@ -11,6 +11,7 @@ use read_model::DocumentReads;
 use crate::app::{App, Environment, Settings};
 use crate::keys::sandbox::SandboxKeys;
 use crate::keys::store::KeyStore;
+use crate::metrics::{MeteredReads, Metrics};
 use crate::rate_limit::RateLimits;
 
 #[derive(Debug, Clone, clap::Args)]
@@ -18,6 +19,9 @@ pub struct ServeConfig {
     /// Address of the public listener.
     #[arg(long, env = "LCC_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: String,
+    /// Address of the admin listener (`/metrics`, `/healthz`, `/readyz`).
+    #[arg(long, env = "LCC_ADMIN_LISTEN", default_value = "127.0.0.1:8081")]
+    pub admin_listen: String,
     /// Public origin used in links (`publicLookupUrl`, bulk `links`).
     #[arg(long, env = "LCC_PUBLIC_BASE_URL", default_value = "http://127.0.0.1:8080")]
     pub public_base_url: String,
@@ -52,8 +56,10 @@ impl ServeConfig {
                 crate::keys::random_bytes::<32>().context("failed to generate a sandbox key secret")?.to_vec()
             }
         };
+        let metrics = Arc::new(Metrics::new().context("failed to register metrics")?);
         Ok(Arc::new(App {
-            store,
+            store: Arc::new(MeteredReads { inner: store, metrics: Arc::clone(&metrics) }),
+            metrics,
             production_keys: Arc::new(KeyStore::open(data_dir).context("failed to open the key store")?),
             sandbox_keys: SandboxKeys::new(&secret, self.sandbox_key_days * 86_400, self.default_rate_limit),
             rate_limits: RateLimits::default(),

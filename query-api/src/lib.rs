@@ -10,6 +10,7 @@ pub mod app;
 pub mod config;
 pub mod errors;
 pub mod keys;
+pub mod metrics;
 pub mod rate_limit;
 pub mod routes;
 pub mod server;

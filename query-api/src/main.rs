@@ -121,10 +121,19 @@ async fn serve(arguments: ServeArguments) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(&arguments.config.listen)
         .await
         .with_context(|| format!("failed to listen on {}", arguments.config.listen))?;
-    tracing::info!(address = %listener.local_addr()?, "serving the public API");
-    query_api::server::run(listener, app, async {
-        let _ = tokio::signal::ctrl_c().await;
-    })
-    .await
-    .context("the server failed")
+    let admin = tokio::net::TcpListener::bind(&arguments.config.admin_listen)
+        .await
+        .with_context(|| format!("failed to listen on {}", arguments.config.admin_listen))?;
+    tracing::info!(address = %listener.local_addr()?, admin = %admin.local_addr()?, "serving the public API");
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let wait_for_stop = |mut stopped: tokio::sync::watch::Receiver<bool>| async move {
+        let _ = stopped.wait_for(|stop| *stop).await;
+    };
+    let admin_server =
+        tokio::spawn(query_api::server::run_admin(admin, Arc::clone(&app), wait_for_stop(stopped.clone())));
+    let public_server = tokio::spawn(query_api::server::run(listener, app, wait_for_stop(stopped)));
+    let _ = tokio::signal::ctrl_c().await;
+    let _ = stop.send(true);
+    public_server.await.context("the server task failed")?.context("the server failed")?;
+    admin_server.await.context("the admin task failed")?.context("the admin listener failed")
 }

@@ -19,3 +19,13 @@ pub async fn run(
     let service = router(app).into_make_service_with_connect_info::<SocketAddr>();
     axum::serve(listener, service).with_graceful_shutdown(shutdown).await
 }
+
+/// Serves the admin endpoints (metrics, health, readiness) on their own listener.
+pub async fn run_admin(
+    listener: TcpListener,
+    app: Arc<App>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let admin = crate::metrics::admin_router(Arc::clone(&app.metrics), Arc::clone(&app.store));
+    axum::serve(listener, admin).with_graceful_shutdown(shutdown).await
+}

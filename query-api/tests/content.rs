@@ -218,6 +218,7 @@ async fn a_store_without_an_active_model_answers_503_and_recovers_without_restar
         sandbox_keys: service.app.sandbox_keys.clone(),
         rate_limits: Default::default(),
         settings: service.app.settings.clone(),
+        metrics: Arc::clone(&service.app.metrics),
     });
     let get = |app: Arc<query_api::app::App>, key: String| async move {
         let request =

@@ -177,3 +177,32 @@ pub fn http(
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("address").port()
 }
+
+/// Runs an external checker on `input` when it is installed. Under CI (the
+/// `CI` variable set) a missing checker fails the test; elsewhere the test
+/// says plainly that the check was skipped.
+pub fn external_check(program: &str, arguments: &[&str], input: &str) {
+    use std::io::Write;
+    let child = Command::new(program)
+        .args(arguments)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let mut child = match child {
+        Ok(child) => child,
+        Err(error) if std::env::var_os("CI").is_none() => {
+            eprintln!("SKIPPED: {program} is not installed here ({error}); .ci/run installs it and CI requires it");
+            return;
+        }
+        Err(error) => panic!("{program} is required in CI: {error}"),
+    };
+    child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("write");
+    let output = child.wait_with_output().expect("checker runs");
+    assert!(
+        output.status.success(),
+        "{program} {arguments:?} rejected the input:\n{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}

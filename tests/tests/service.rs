@@ -4,18 +4,21 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use end_to_end_tests::{binary, free_port, http, workspace_root};
+use end_to_end_tests::{binary, external_check, free_port, http, workspace_root};
 
 #[test]
 fn the_readme_first_session_works_against_the_real_service() {
     let directory = tempfile::tempdir().expect("tempdir");
     let address = format!("127.0.0.1:{}", free_port());
+    let admin = format!("127.0.0.1:{}", free_port());
     let mut service = Command::new(binary("rights-service"))
         .current_dir(workspace_root())
         .arg("--data-dir")
         .arg(directory.path())
         .arg("--listen")
         .arg(&address)
+        .arg("--admin-listen")
+        .arg(&admin)
         .env("RUST_LOG", "warn")
         .stdout(Stdio::null())
         .spawn()
@@ -55,6 +58,29 @@ fn the_readme_first_session_works_against_the_real_service() {
 
     let (status, _, body) = http(&address, "GET", &format!("{base}/rights/SANDBOX-LCC-0002"), &[], "");
     assert_eq!(status, 401, "{body}");
+
+    let (status, _, body) = http(&admin, "GET", "/healthz", &[], "");
+    assert_eq!((status, body.as_str()), (200, "ok\n"));
+    let (status, _, body) = http(&admin, "GET", "/readyz", &[], "");
+    assert_eq!((status, body.as_str()), (200, "ready\n"));
+    let (status, headers, metrics) = http(&admin, "GET", "/metrics", &[], "");
+    assert_eq!(status, 200);
+    assert!(
+        headers.iter().any(|(name, value)| name == "content-type" && value.starts_with("text/plain; version=0.0.4"))
+    );
+    for expected in [
+        "lcc_http_requests_total{method=\"GET\",route=\"/api/v1/public/v1/rights/{lcc_id}\",status=\"200\"} 1",
+        "lcc_http_requests_total{method=\"GET\",route=\"/api/v1/public/v1/rights/{lcc_id}\",status=\"401\"} 1",
+        "lcc_http_authentication_failures_total 1",
+        "lcc_http_request_duration_seconds_bucket",
+        "lcc_store_read_duration_seconds_count{operation=\"rights_profiles\"}",
+        "lcc_build_info{version=",
+    ] {
+        assert!(metrics.contains(expected), "{expected} missing from:\n{metrics}");
+    }
+    external_check("promtool", &["check", "metrics"], &metrics);
+    let (status, _, _) = http(&address, "GET", "/metrics", &[], "");
+    assert_eq!(status, 404, "metrics are on the admin listener only");
 
     let killed = Command::new("kill").arg("-TERM").arg(service.id().to_string()).status().expect("kill");
     assert!(killed.success());

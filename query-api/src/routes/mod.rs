@@ -41,10 +41,12 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/sandbox/fixtures", get(sandbox::fixtures))
         .route("/sandbox/register", post(sandbox::register))
         .method_not_allowed_fallback(method_not_allowed);
+    let metrics = Arc::clone(&app.metrics);
     Router::new()
         .nest(BASE_PATH, api)
         .fallback(unknown_route)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(axum::middleware::from_fn_with_state(metrics, crate::metrics::track))
         .with_state(app)
 }
 

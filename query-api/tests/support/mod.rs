@@ -69,6 +69,7 @@ impl Service {
             production_keys: Arc::new(keys),
             sandbox_keys: SandboxKeys::new(b"test-secret", 3_600, 100_000),
             rate_limits: RateLimits::default(),
+            metrics: Arc::new(query_api::metrics::Metrics::new().expect("metrics")),
             settings: Settings {
                 public_base_url: "https://api.example.org".into(),
                 environment: Environment::Development,

@@ -1,0 +1,181 @@
+//! Prometheus metrics of the public API, and the admin listener that serves
+//! them with liveness and readiness, apart from the public listener.
+//!
+//! Routes are labelled by their template (`/rights/{lcc_id}`), never by the
+//! concrete path, so label cardinality stays fixed.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use async_trait::async_trait;
+use axum::Router;
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use prometheus::{
+    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGaugeVec, Opts, Registry,
+    TextEncoder,
+};
+use read_model::identifiers::Audience;
+use read_model::{Body, BulkPage, DocumentKind, DocumentReads, IdentifierKind, StoreError};
+
+/// The service's metrics.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    requests: IntCounterVec,
+    latency: HistogramVec,
+    rate_limited: IntCounter,
+    authentication_failures: IntCounter,
+    store_latency: HistogramVec,
+}
+
+impl Metrics {
+    pub fn new() -> Result<Metrics, prometheus::Error> {
+        let registry = Registry::new();
+        let requests = IntCounterVec::new(
+            Opts::new("lcc_http_requests_total", "Requests answered, by route template, method and status."),
+            &["route", "method", "status"],
+        )?;
+        let latency = HistogramVec::new(
+            HistogramOpts::new(
+                "lcc_http_request_duration_seconds",
+                "Time to answer a request, by route template and status.",
+            )
+            .buckets(vec![0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5]),
+            &["route", "status"],
+        )?;
+        let rate_limited = IntCounter::new("lcc_http_rate_limited_total", "Requests refused with 429.")?;
+        let authentication_failures =
+            IntCounter::new("lcc_http_authentication_failures_total", "Requests refused with 401.")?;
+        let store_latency = HistogramVec::new(
+            HistogramOpts::new("lcc_store_read_duration_seconds", "Time of one read-model store call, by operation.")
+                .buckets(vec![0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 0.5]),
+            &["operation"],
+        )?;
+        let build_info =
+            IntGaugeVec::new(Opts::new("lcc_build_info", "Always 1; labels name the running build."), &["version"])?;
+        build_info.with_label_values(&[env!("CARGO_PKG_VERSION")]).set(1);
+        registry.register(Box::new(requests.clone()))?;
+        registry.register(Box::new(latency.clone()))?;
+        registry.register(Box::new(rate_limited.clone()))?;
+        registry.register(Box::new(authentication_failures.clone()))?;
+        registry.register(Box::new(store_latency.clone()))?;
+        registry.register(Box::new(build_info))?;
+        Ok(Metrics { registry, requests, latency, rate_limited, authentication_failures, store_latency })
+    }
+
+    /// The text exposition format.
+    pub fn render(&self) -> String {
+        let mut buffer = Vec::new();
+        // Encoding gathered families into a Vec cannot fail.
+        let _ = TextEncoder::new().encode(&self.registry.gather(), &mut buffer);
+        String::from_utf8(buffer).unwrap_or_default()
+    }
+
+    fn observe_store(&self, operation: &str) -> Histogram {
+        self.store_latency.with_label_values(&[operation])
+    }
+}
+
+/// Middleware of the public router: counts and times every request.
+pub async fn track(State(metrics): State<Arc<Metrics>>, request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let route = request.extensions().get::<MatchedPath>().map_or("unmatched", MatchedPath::as_str).to_owned();
+    let method = request.method().to_string();
+    let response = next.run(request).await;
+    let status = response.status();
+    let status_label = status.as_str().to_owned();
+    metrics.requests.with_label_values(&[&route, &method, &status_label]).inc();
+    metrics.latency.with_label_values(&[&route, &status_label]).observe(started.elapsed().as_secs_f64());
+    match status {
+        StatusCode::TOO_MANY_REQUESTS => metrics.rate_limited.inc(),
+        StatusCode::UNAUTHORIZED => metrics.authentication_failures.inc(),
+        _ => {}
+    }
+    response
+}
+
+/// The admin listener's router: `/metrics`, `/healthz`, `/readyz`.
+pub fn admin_router(metrics: Arc<Metrics>, store: Arc<dyn DocumentReads>) -> Router {
+    Router::new()
+        .route(
+            "/metrics",
+            get(move || {
+                let metrics = Arc::clone(&metrics);
+                async move {
+                    let mut response = metrics.render().into_response();
+                    response.headers_mut().insert(
+                        header::CONTENT_TYPE,
+                        HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+                    );
+                    response
+                }
+            }),
+        )
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route(
+            "/readyz",
+            get(move || {
+                let store = Arc::clone(&store);
+                async move {
+                    match store.ping().await {
+                        Ok(()) => (StatusCode::OK, "ready\n".to_owned()),
+                        Err(error) => (StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {error}\n")),
+                    }
+                }
+            }),
+        )
+}
+
+/// A store decorator that times every read into `lcc_store_read_duration_seconds`.
+pub struct MeteredReads {
+    pub inner: Arc<dyn DocumentReads>,
+    pub metrics: Arc<Metrics>,
+}
+
+impl std::fmt::Debug for MeteredReads {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.debug_struct("MeteredReads").finish_non_exhaustive()
+    }
+}
+
+#[async_trait]
+impl DocumentReads for MeteredReads {
+    async fn document(&self, kind: DocumentKind, key: &str) -> Result<Option<Body>, StoreError> {
+        let _timer = self.metrics.observe_store(kind.table()).start_timer();
+        self.inner.document(kind, key).await
+    }
+
+    async fn provenance(&self, lcc_id: &str) -> Result<Vec<Body>, StoreError> {
+        let _timer = self.metrics.observe_store("provenance").start_timer();
+        self.inner.provenance(lcc_id).await
+    }
+
+    async fn works_by_identifier(
+        &self,
+        kind: IdentifierKind,
+        code: &str,
+        audience: Audience,
+    ) -> Result<Vec<String>, StoreError> {
+        let _timer = self.metrics.observe_store("identifier_index").start_timer();
+        self.inner.works_by_identifier(kind, code, audience).await
+    }
+
+    async fn bulk_page(&self, audience: Audience, offset: u64, limit: u32) -> Result<BulkPage, StoreError> {
+        let _timer = self.metrics.observe_store("bulk_page").start_timer();
+        self.inner.bulk_page(audience, offset, limit).await
+    }
+
+    async fn sandbox_fixtures(&self) -> Result<Vec<Body>, StoreError> {
+        let _timer = self.metrics.observe_store("sandbox_fixtures").start_timer();
+        self.inner.sandbox_fixtures().await
+    }
+
+    async fn ping(&self) -> Result<(), StoreError> {
+        let _timer = self.metrics.observe_store("ping").start_timer();
+        self.inner.ping().await
+    }
+}
