@@ -8,7 +8,7 @@ use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 
-use super::json;
+use super::{json, push_json_array};
 use crate::app::App;
 use crate::errors::ApiError;
 use crate::keys::Scope;
@@ -47,15 +47,10 @@ pub async fn bulk_works(
         let last_page = rows.total.div_ceil(u64::from(limit)).max(1);
         let next = if u64::from(page) < last_page { link(page + 1) } else { serde_json::Value::Null };
         let previous = if page > 1 { link(page - 1) } else { serde_json::Value::Null };
-        let mut body = format!("{{\"page\":{page},\"limit\":{limit},\"total\":{},\"items\":[", rows.total).into_bytes();
-        for (index, row) in rows.rows.iter().enumerate() {
-            if index > 0 {
-                body.push(b',');
-            }
-            body.extend_from_slice(row);
-        }
+        let mut body = format!("{{\"page\":{page},\"limit\":{limit},\"total\":{},\"items\":", rows.total).into_bytes();
+        push_json_array(&mut body, &rows.rows);
         body.extend_from_slice(
-            format!("],\"links\":{{\"self\":{},\"next\":{next},\"prev\":{previous}}}}}", link(page)).as_bytes(),
+            format!(",\"links\":{{\"self\":{},\"next\":{next},\"prev\":{previous}}}}}", link(page)).as_bytes(),
         );
         Ok(json(StatusCode::OK, body))
     };

@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use read_model::DocumentKind;
 use read_model::documents::DublinCoreRecord;
 
-use super::{decode, json};
+use super::{decode, json, push_json_array};
 use crate::app::App;
 use crate::errors::ApiError;
 use crate::keys::Scope;
@@ -86,14 +86,9 @@ pub async fn provenance(State(app): State<Arc<App>>, Path(lcc_id): Path<String>,
             return Err(ApiError::NotFound(format!("no work {lcc_id}")));
         }
         let entries = app.store.provenance(&lcc_id).await?;
-        let mut body = format!("{{\"lccId\":{},\"entries\":[", serde_json::json!(lcc_id)).into_bytes();
-        for (index, entry) in entries.iter().enumerate() {
-            if index > 0 {
-                body.push(b',');
-            }
-            body.extend_from_slice(entry);
-        }
-        body.extend_from_slice(b"]}");
+        let mut body = format!("{{\"lccId\":{},\"entries\":", serde_json::json!(lcc_id)).into_bytes();
+        push_json_array(&mut body, &entries);
+        body.push(b'}');
         Ok(json(StatusCode::OK, body))
     };
     granted.respond(result.await)

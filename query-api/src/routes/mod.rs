@@ -65,6 +65,19 @@ pub(crate) fn json(status: StatusCode, body: Vec<u8>) -> Response {
     response
 }
 
+/// Appends `[item,item,…]`: stored JSON documents spliced in as they are,
+/// without decoding and encoding them again.
+pub(crate) fn push_json_array(body: &mut Vec<u8>, items: &[Vec<u8>]) {
+    body.push(b'[');
+    for (index, item) in items.iter().enumerate() {
+        if index > 0 {
+            body.push(b',');
+        }
+        body.extend_from_slice(item);
+    }
+    body.push(b']');
+}
+
 /// Serializes a response document.
 pub(crate) fn json_of(status: StatusCode, value: &impl serde::Serialize) -> Result<Response, ApiError> {
     serde_json::to_vec(value).map(|body| json(status, body)).map_err(|_| ApiError::Internal)

@@ -9,7 +9,7 @@ use axum::response::Response;
 use read_model::identifiers::{display_iswc, normalize_isrc, normalize_iswc};
 use read_model::{DocumentKind, IdentifierKind};
 
-use super::json;
+use super::{json, push_json_array};
 use crate::app::App;
 use crate::errors::ApiError;
 use crate::keys::Scope;
@@ -68,15 +68,10 @@ pub async fn rights_by_identifier(
         }
         // The stored profiles are spliced in as they are, without re-encoding.
         let mut body =
-            format!("{{\"{}\":{},\"count\":{},\"results\":[", kind.code(), serde_json::json!(shown), results.len())
+            format!("{{\"{}\":{},\"count\":{},\"results\":", kind.code(), serde_json::json!(shown), results.len())
                 .into_bytes();
-        for (index, profile) in results.iter().enumerate() {
-            if index > 0 {
-                body.push(b',');
-            }
-            body.extend_from_slice(profile);
-        }
-        body.extend_from_slice(b"]}");
+        push_json_array(&mut body, &results);
+        body.push(b'}');
         Ok(json(StatusCode::OK, body))
     };
     granted.respond(result.await)

@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Response};
 use read_model::calendar::Timestamp;
 use serde::{Deserialize, Serialize};
 
-use super::{MAX_BODY_BYTES, client_address, json, json_of};
+use super::{MAX_BODY_BYTES, client_address, json, json_of, push_json_array};
 use crate::app::{App, with_rate_headers};
 use crate::errors::ApiError;
 
@@ -28,14 +28,9 @@ pub async fn fixtures(
     };
     let result = async {
         let fixtures = app.store.sandbox_fixtures().await?;
-        let mut body = format!("{{\"count\":{},\"fixtures\":[", fixtures.len()).into_bytes();
-        for (index, fixture) in fixtures.iter().enumerate() {
-            if index > 0 {
-                body.push(b',');
-            }
-            body.extend_from_slice(fixture);
-        }
-        body.extend_from_slice(b"]}");
+        let mut body = format!("{{\"count\":{},\"fixtures\":", fixtures.len()).into_bytes();
+        push_json_array(&mut body, &fixtures);
+        body.push(b'}');
         Ok::<_, ApiError>(json(StatusCode::OK, body))
     };
     with_rate_headers(result.await.unwrap_or_else(IntoResponse::into_response), &rate)
