@@ -17,7 +17,7 @@ use projector::dead_letter::DeadLetterFile;
 use projector::runner::{RunOptions, run_file_source};
 use projector::source::file::FileSource;
 use query_api::config::ServeConfig;
-use read_model::{DocumentReads, ModelVersion, ModelVersions, SqliteStore, Store};
+use read_model::{DocumentReads, ModelVersions, SqliteStore, Store};
 use tokio::sync::watch;
 
 #[derive(Debug, Parser)]
@@ -52,14 +52,7 @@ fn main() -> anyhow::Result<()> {
 async fn run(cli: Cli) -> anyhow::Result<()> {
     let store = SqliteStore::open(&cli.data_dir).context("failed to open the store")?;
     store.migrate().await.context("failed to migrate the store")?;
-    let version = match store.active_model_version().await.context("failed to read the active version")? {
-        Some(version) => version,
-        None => {
-            store.create_model_version(ModelVersion(1)).await.context("failed to create model version 1")?;
-            store.activate_model_version(ModelVersion(1)).await.context("failed to activate model version 1")?;
-            ModelVersion(1)
-        }
-    };
+    let version = read_model::active_or_first_version(&store).await.context("failed to choose the model version")?;
     let (stop, stopped) = watch::channel(false);
     let wait_for_stop = |mut stopped: watch::Receiver<bool>| async move {
         let _ = stopped.wait_for(|stop| *stop).await;
@@ -98,27 +91,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         tokio::spawn(query_api::server::run_admin(admin, Arc::clone(&app), wait_for_stop(stopped.clone())));
     let server = tokio::spawn(query_api::server::run(listener, app, wait_for_stop(stopped)));
 
-    shutdown_signal().await;
+    query_api::server::shutdown_signal().await;
     tracing::info!("stopping");
     let _ = stop.send(true);
     server.await.context("the server task failed")?.context("the server failed")?;
     admin_server.await.context("the admin task failed")?.context("the admin listener failed")?;
     projection.await.context("the projector task failed")?.context("the projector failed")?;
     Ok(())
-}
-
-/// Resolves on SIGTERM or Ctrl-C.
-async fn shutdown_signal() {
-    let interrupt = tokio::signal::ctrl_c();
-    let mut terminate = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-        Ok(signal) => signal,
-        Err(_) => {
-            let _ = interrupt.await;
-            return;
-        }
-    };
-    tokio::select! {
-        _ = interrupt => {}
-        _ = terminate.recv() => {}
-    }
 }

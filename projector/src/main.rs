@@ -124,12 +124,7 @@ async fn choose_version(store: &dyn Store, requested: Option<u32>) -> anyhow::Re
         store.create_model_version(ModelVersion(version)).await.context("failed to create the model version")?;
         return Ok(ModelVersion(version));
     }
-    if let Some(active) = store.active_model_version().await.context("failed to read the active version")? {
-        return Ok(active);
-    }
-    store.create_model_version(ModelVersion(1)).await.context("failed to create model version 1")?;
-    store.activate_model_version(ModelVersion(1)).await.context("failed to activate model version 1")?;
-    Ok(ModelVersion(1))
+    read_model::active_or_first_version(store).await.context("failed to choose the model version")
 }
 
 async fn run(arguments: RunArguments) -> anyhow::Result<()> {

@@ -81,7 +81,8 @@ pub fn with_rate_headers(mut response: Response, rate: &RateDecision) -> Respons
     response
 }
 
-fn now_unix() -> u64 {
+/// Seconds since the Unix epoch, for sandbox key expiry.
+pub fn now_unix() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|elapsed| elapsed.as_secs()).unwrap_or(0)
 }
 

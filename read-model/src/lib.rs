@@ -22,4 +22,5 @@ pub use sqlite::SqliteStore;
 pub use store::{
     AggregateKey, Body, BulkPage, Checkpoint, DocumentReads, IdentifierKind, ModelVersion, ModelVersionInfo,
     ModelVersions, PartyReferrer, ProjectionWrites, ProvenanceRow, Store, StoreError, StoredAggregate, WriteBatch,
+    active_or_first_version,
 };

@@ -243,6 +243,17 @@ pub trait ModelVersions: Send + Sync {
     async fn active_model_version(&self) -> Result<Option<ModelVersion>, StoreError>;
 }
 
+/// The version to work on when none was asked for: the active one, or on a
+/// new store a version 1, created and activated.
+pub async fn active_or_first_version(store: &dyn ModelVersions) -> Result<ModelVersion, StoreError> {
+    if let Some(active) = store.active_model_version().await? {
+        return Ok(active);
+    }
+    store.create_model_version(ModelVersion(1)).await?;
+    store.activate_model_version(ModelVersion(1)).await?;
+    Ok(ModelVersion(1))
+}
+
 /// A complete backend.
 pub trait Store: DocumentReads + ProjectionWrites + ModelVersions + std::fmt::Debug {}
 

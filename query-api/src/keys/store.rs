@@ -92,17 +92,17 @@ impl KeyStore {
 
     /// Revokes a key by id; false when there is no such key.
     pub fn revoke(&self, key_id: &str) -> Result<bool, KeyStoreError> {
-        let changed = self.connection()?.execute(
+        let connection = self.connection()?;
+        connection.execute(
             "UPDATE api_keys SET revoked_at_ms = ?2 WHERE key_id = ?1 AND revoked_at_ms IS NULL",
             params![key_id, read_model::calendar::Timestamp::now().0],
         )?;
-        let exists = self
-            .connection()?
+        let exists = connection
             .query_row("SELECT 1 FROM api_keys WHERE key_id = ?1", [key_id], |_| Ok(()))
             .optional()?
             .is_some();
         self.loaded.write().unwrap_or_else(std::sync::PoisonError::into_inner).take();
-        Ok(changed > 0 || exists)
+        Ok(exists)
     }
 
     /// The principal of a presented production key, if it is known and not revoked.

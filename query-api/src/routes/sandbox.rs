@@ -101,11 +101,7 @@ pub async fn register(
         if !is_plausible_email(email) {
             return Err(ApiError::InvalidParameter("email must be an e-mail address".into()));
         }
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|elapsed| elapsed.as_secs())
-            .unwrap_or(0);
-        let issued = app.sandbox_keys.issue(now).map_err(|error| {
+        let issued = app.sandbox_keys.issue(crate::app::now_unix()).map_err(|error| {
             tracing::error!(%error, "cannot generate a sandbox key");
             ApiError::Internal
         })?;
