@@ -108,14 +108,26 @@ impl From<StoreError> for ApiError {
     }
 }
 
-/// The problem document (RFC 9457).
-#[derive(Debug, Serialize)]
+/// The problem document (RFC 9457) every failure is answered with.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[schema(examples(json!({
+    "type": "urn:lcc:problem:insufficient_scope",
+    "title": "Forbidden",
+    "status": 403,
+    "detail": "this API key lacks the rights:verify scope",
+    "code": "insufficient_scope"
+})))]
 pub struct Problem {
+    /// `urn:lcc:problem:` followed by `code`.
     #[serde(rename = "type")]
     pub problem_type: String,
     pub title: &'static str,
+    /// The HTTP status, repeated.
     pub status: u16,
+    /// What went wrong, for people; never an internal message.
     pub detail: String,
+    /// Stable machine-readable code to branch on, for example `missing_api_key`,
+    /// `insufficient_scope`, `not_found`, `invalid_parameter`, `rate_limited`.
     pub code: &'static str,
 }
 

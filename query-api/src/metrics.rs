@@ -1,7 +1,7 @@
 //! Prometheus metrics of the public API, and the admin listener that serves
 //! them with liveness and readiness, apart from the public listener.
 //!
-//! Routes are labelled by their template (`/rights/{lcc_id}`), never by the
+//! Routes are labelled by their template (`/rights/{lccId}`), never by the
 //! concrete path, so label cardinality stays fixed.
 
 use std::sync::Arc;

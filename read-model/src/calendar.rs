@@ -192,6 +192,44 @@ macro_rules! serde_as_iso_text {
 serde_as_iso_text!(Date, "a date as YYYY-MM-DD");
 serde_as_iso_text!(Timestamp, "a UTC timestamp as YYYY-MM-DDTHH:MM:SS.mmmZ");
 
+/// Both types travel as ISO 8601 text, so their schemas are strings with a format.
+#[cfg(feature = "openapi")]
+mod openapi_schemas {
+    use utoipa::openapi::RefOr;
+    use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, Schema, SchemaFormat, Type};
+
+    use super::{Date, Timestamp};
+
+    fn iso_text(format: KnownFormat, description: &str, example: &str) -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .format(Some(SchemaFormat::KnownFormat(format)))
+            .description(Some(description))
+            .examples([example])
+            .into()
+    }
+
+    impl utoipa::PartialSchema for Date {
+        fn schema() -> RefOr<Schema> {
+            iso_text(KnownFormat::Date, "A calendar day (UTC), YYYY-MM-DD.", "2026-01-31")
+        }
+    }
+
+    impl utoipa::ToSchema for Date {}
+
+    impl utoipa::PartialSchema for Timestamp {
+        fn schema() -> RefOr<Schema> {
+            iso_text(
+                KnownFormat::DateTime,
+                "A UTC instant with milliseconds, YYYY-MM-DDTHH:MM:SS.mmmZ.",
+                "2026-01-31T12:00:00.000Z",
+            )
+        }
+    }
+
+    impl utoipa::ToSchema for Timestamp {}
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -69,8 +69,8 @@ fn the_readme_first_session_works_against_the_real_service() {
         headers.iter().any(|(name, value)| name == "content-type" && value.starts_with("text/plain; version=0.0.4"))
     );
     for expected in [
-        "lcc_http_requests_total{method=\"GET\",route=\"/api/v1/public/v1/rights/{lcc_id}\",status=\"200\"} 1",
-        "lcc_http_requests_total{method=\"GET\",route=\"/api/v1/public/v1/rights/{lcc_id}\",status=\"401\"} 1",
+        "lcc_http_requests_total{method=\"GET\",route=\"/api/v1/public/v1/rights/{lccId}\",status=\"200\"} 1",
+        "lcc_http_requests_total{method=\"GET\",route=\"/api/v1/public/v1/rights/{lccId}\",status=\"401\"} 1",
         "lcc_http_authentication_failures_total 1",
         "lcc_http_request_duration_seconds_bucket",
         "lcc_store_read_duration_seconds_count{operation=\"rights_profiles\"}",

@@ -1,14 +1,18 @@
 //! The bulk export of published works: `page` (from 1) and `limit` (1 to the
 //! configured maximum, default 100), a stable order, a total and links.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
+use read_model::documents::BulkRow;
+use serde::Serialize;
+use serde_json::value::RawValue;
+use utoipa::ToSchema;
 
-use super::{json, push_json_array};
+use super::parameters::BulkQuery;
+use super::{json_of, stored_json_list};
 use crate::app::App;
 use crate::errors::ApiError;
 use crate::keys::Scope;
@@ -16,43 +20,74 @@ use crate::keys::Scope;
 /// The default page size, as the specification's documented request uses.
 pub const DEFAULT_LIMIT: u32 = 100;
 
-fn parameter(query: &HashMap<String, String>, name: &str, default: u32, max: u32) -> Result<u32, ApiError> {
-    let Some(text) = query.get(name) else { return Ok(default) };
-    let value: u32 = text
-        .trim()
-        .parse()
-        .map_err(|_| ApiError::InvalidParameter(format!("{name} must be a whole number from 1 to {max}")))?;
+/// One page of the bulk export.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BulkPage {
+    pub page: u32,
+    pub limit: u32,
+    /// Published works in the caller's audience, over all pages.
+    pub total: u64,
+    /// Published works, personal data removed, in a stable order.
+    #[schema(value_type = Vec<BulkRow>)]
+    pub items: Vec<Box<RawValue>>,
+    pub links: PageLinks,
+}
+
+/// Absolute links to this page and its neighbours (null at either end).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PageLinks {
+    #[serde(rename = "self")]
+    pub this: String,
+    pub next: Option<String>,
+    pub prev: Option<String>,
+}
+
+fn parameter(text: Option<&str>, name: &str, default: u32, max: u32) -> Result<u32, ApiError> {
+    let Some(text) = text else { return Ok(default) };
+    let invalid = || ApiError::InvalidParameter(format!("{name} must be a whole number from 1 to {max}"));
+    let value: u32 = text.trim().parse().map_err(|_| invalid())?;
     if value == 0 || value > max {
-        return Err(ApiError::InvalidParameter(format!("{name} must be a whole number from 1 to {max}")));
+        return Err(invalid());
     }
     Ok(value)
 }
 
 /// `GET /bulk/works?page=&limit=`.
-pub async fn bulk_works(
-    State(app): State<Arc<App>>,
-    Query(query): Query<HashMap<String, String>>,
-    headers: HeaderMap,
-) -> Response {
+#[utoipa::path(
+    get,
+    path = "/bulk/works",
+    operation_id = "listPublishedWorks",
+    tag = "Bulk",
+    summary = "Bulk export of published works",
+    description = "Open data: published works with personal information removed, in a stable order. Page N costs what page 1 costs. A sandbox key lists sandbox works only; a production key never sees them.",
+    params(BulkQuery),
+    responses(
+        (status = 200, description = "One page of published works.", body = BulkPage),
+        (status = 400, description = "`page` or `limit` is not a whole number in range.", body = crate::errors::Problem, content_type = "application/problem+json"),
+    ),
+    security(("apiKey" = ["bulk:read"])),
+)]
+pub async fn bulk_works(State(app): State<Arc<App>>, Query(query): Query<BulkQuery>, headers: HeaderMap) -> Response {
     let granted = match app.authorize(&headers, Scope::BulkRead, None) {
         Ok(granted) => granted,
         Err(refused) => return refused,
     };
     let result = async {
-        let page = parameter(&query, "page", 1, u32::MAX)?;
-        let limit = parameter(&query, "limit", DEFAULT_LIMIT, app.settings.bulk_max_limit)?;
+        let page = parameter(query.page.as_deref(), "page", 1, u32::MAX)?;
+        let limit = parameter(query.limit.as_deref(), "limit", DEFAULT_LIMIT, app.settings.bulk_max_limit)?;
         let offset = u64::from(page - 1) * u64::from(limit);
         let rows = app.store.bulk_page(granted.audience(), offset, limit).await?;
-        let link = |page: u32| serde_json::json!(app.public_url(&format!("/bulk/works?page={page}&limit={limit}")));
+        let link = |page: u32| app.public_url(&format!("/bulk/works?page={page}&limit={limit}"));
         let last_page = rows.total.div_ceil(u64::from(limit)).max(1);
-        let next = if u64::from(page) < last_page { link(page + 1) } else { serde_json::Value::Null };
-        let previous = if page > 1 { link(page - 1) } else { serde_json::Value::Null };
-        let mut body = format!("{{\"page\":{page},\"limit\":{limit},\"total\":{},\"items\":", rows.total).into_bytes();
-        push_json_array(&mut body, &rows.rows);
-        body.extend_from_slice(
-            format!(",\"links\":{{\"self\":{},\"next\":{next},\"prev\":{previous}}}}}", link(page)).as_bytes(),
-        );
-        Ok(json(StatusCode::OK, body))
+        let links = PageLinks {
+            this: link(page),
+            next: (u64::from(page) < last_page).then(|| link(page + 1)),
+            prev: (page > 1).then(|| link(page - 1)),
+        };
+        json_of(
+            StatusCode::OK,
+            &BulkPage { page, limit, total: rows.total, items: stored_json_list(rows.rows)?, links },
+        )
     };
     granted.respond(result.await)
 }

@@ -12,14 +12,16 @@ use read_model::documents::{
     CertificateRecord, DisputeStatus, DisputeSummary, EvidenceInputs, RightHolding, WorkStatus,
 };
 use serde::Serialize;
+use utoipa::ToSchema;
 
+use super::parameters::WorkPath;
 use super::{decode, json_of};
 use crate::app::App;
 use crate::errors::ApiError;
 use crate::keys::Scope;
 
 /// The answer of `GET /rights/{lccId}/evidence`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EvidencePackage {
     pub lcc_id: String,
@@ -37,7 +39,7 @@ pub struct EvidencePackage {
     pub generated_at: Timestamp,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RightsChain {
     pub authors_rights: Vec<RightHolding>,
@@ -45,7 +47,7 @@ pub struct RightsChain {
 }
 
 /// The term of protection as of the request.
-#[derive(Debug, Serialize, PartialEq, Eq)]
+#[derive(Debug, Serialize, PartialEq, Eq, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Protection {
     pub ends_on: Option<Date>,
@@ -53,7 +55,7 @@ pub struct Protection {
     pub remaining: RemainingTerm,
 }
 
-#[derive(Debug, Serialize, PartialEq, Eq)]
+#[derive(Debug, Serialize, PartialEq, Eq, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RemainingTerm {
     pub years: i64,
@@ -76,7 +78,25 @@ pub fn protection(ends_on: Option<Date>, today: Date) -> Protection {
 }
 
 /// `GET /rights/{lccId}/evidence`.
-pub async fn evidence(State(app): State<Arc<App>>, Path(lcc_id): Path<String>, headers: HeaderMap) -> Response {
+#[utoipa::path(
+    get,
+    path = "/rights/{lccId}/evidence",
+    operation_id = "getEvidencePackage",
+    tag = "Rights",
+    summary = "Evidence package of a work",
+    description = "Identifier, earliest recorded timestamp, file hash, the chain of authors' rights and related rights, the remaining term of protection as of the request, dispute status, and a public lookup link.",
+    params(WorkPath),
+    responses(
+        (status = 200, description = "The evidence package.", body = EvidencePackage),
+        (status = 404, description = "No work has this identifier.", body = crate::errors::Problem, content_type = "application/problem+json"),
+    ),
+    security(("apiKey" = ["evidence:read"])),
+)]
+pub async fn evidence(
+    State(app): State<Arc<App>>,
+    Path(WorkPath { lcc_id }): Path<WorkPath>,
+    headers: HeaderMap,
+) -> Response {
     let granted = match app.authorize(&headers, Scope::EvidenceRead, Some(&lcc_id)) {
         Ok(granted) => granted,
         Err(refused) => return refused,

@@ -2,18 +2,37 @@
 
 use std::sync::Arc;
 
+use super::json;
+use super::parameters::LicensePath;
+use crate::app::App;
+use crate::errors::ApiError;
+use crate::keys::Scope;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use read_model::DocumentKind;
-
-use super::json;
-use crate::app::App;
-use crate::errors::ApiError;
-use crate::keys::Scope;
+use read_model::documents::LicenseStatusDocument;
 
 /// `GET /licenses/{id}/status`.
-pub async fn license_status(State(app): State<Arc<App>>, Path(id): Path<String>, headers: HeaderMap) -> Response {
+#[utoipa::path(
+    get,
+    path = "/licenses/{id}/status",
+    operation_id = "getLicenseStatus",
+    tag = "Licenses",
+    summary = "Status of a license",
+    description = "The kind (`Blanket` or `Individual`), the status and since when, and the validity of a license.",
+    params(LicensePath),
+    responses(
+        (status = 200, description = "The license status.", body = LicenseStatusDocument),
+        (status = 404, description = "No license has this identifier.", body = crate::errors::Problem, content_type = "application/problem+json"),
+    ),
+    security(("apiKey" = ["licenses:read"])),
+)]
+pub async fn license_status(
+    State(app): State<Arc<App>>,
+    Path(LicensePath { id }): Path<LicensePath>,
+    headers: HeaderMap,
+) -> Response {
     let granted = match app.authorize(&headers, Scope::LicensesRead, Some(&id)) {
         Ok(granted) => granted,
         Err(refused) => return refused,

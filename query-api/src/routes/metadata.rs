@@ -7,9 +7,13 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use read_model::DocumentKind;
-use read_model::documents::DublinCoreRecord;
+use read_model::documents::{DublinCoreRecord, ProvenanceEntry};
+use serde::Serialize;
+use serde_json::value::RawValue;
+use utoipa::ToSchema;
 
-use super::{decode, json, push_json_array};
+use super::parameters::WorkPath;
+use super::{decode, json, json_of, stored_json_list};
 use crate::app::App;
 use crate::errors::ApiError;
 use crate::keys::Scope;
@@ -52,8 +56,39 @@ pub fn oai_dc_xml(record: &DublinCoreRecord) -> String {
     xml
 }
 
+/// The answer of `GET /rights/{lccId}/provenance`.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Provenance {
+    pub lcc_id: String,
+    /// Every change applied to the record, oldest first.
+    #[schema(value_type = Vec<ProvenanceEntry>)]
+    pub entries: Vec<Box<RawValue>>,
+}
+
 /// `GET /rights/{lccId}/metadata`.
-pub async fn metadata(State(app): State<Arc<App>>, Path(lcc_id): Path<String>, headers: HeaderMap) -> Response {
+#[utoipa::path(
+    get,
+    path = "/rights/{lccId}/metadata",
+    operation_id = "getMetadata",
+    tag = "Metadata",
+    summary = "Dublin Core metadata of a work",
+    description = "All fifteen Dublin Core elements, each a list (empty where unknown). JSON by default; the OAI-PMH `oai_dc` XML record with `Accept: application/xml`.",
+    params(WorkPath),
+    responses(
+        (status = 200, description = "The Dublin Core record.", content(
+            (DublinCoreRecord = "application/json"),
+            (String = "application/xml"),
+        )),
+        (status = 404, description = "No work has this identifier.", body = crate::errors::Problem, content_type = "application/problem+json"),
+    ),
+    security(("apiKey" = ["metadata:read"])),
+)]
+pub async fn metadata(
+    State(app): State<Arc<App>>,
+    Path(WorkPath { lcc_id }): Path<WorkPath>,
+    headers: HeaderMap,
+) -> Response {
     let granted = match app.authorize(&headers, Scope::MetadataRead, Some(&lcc_id)) {
         Ok(granted) => granted,
         Err(refused) => return refused,
@@ -76,7 +111,25 @@ pub async fn metadata(State(app): State<Arc<App>>, Path(lcc_id): Path<String>, h
 }
 
 /// `GET /rights/{lccId}/provenance`: every applied change, oldest first.
-pub async fn provenance(State(app): State<Arc<App>>, Path(lcc_id): Path<String>, headers: HeaderMap) -> Response {
+#[utoipa::path(
+    get,
+    path = "/rights/{lccId}/provenance",
+    operation_id = "getProvenance",
+    tag = "Metadata",
+    summary = "Provenance of a work's record",
+    description = "How the record was formed: each change applied to it, when it occurred and was recorded, from which source system, and which public fields it set.",
+    params(WorkPath),
+    responses(
+        (status = 200, description = "The applied changes, oldest first.", body = Provenance),
+        (status = 404, description = "No work has this identifier.", body = crate::errors::Problem, content_type = "application/problem+json"),
+    ),
+    security(("apiKey" = ["metadata:read"])),
+)]
+pub async fn provenance(
+    State(app): State<Arc<App>>,
+    Path(WorkPath { lcc_id }): Path<WorkPath>,
+    headers: HeaderMap,
+) -> Response {
     let granted = match app.authorize(&headers, Scope::MetadataRead, Some(&lcc_id)) {
         Ok(granted) => granted,
         Err(refused) => return refused,
@@ -85,11 +138,8 @@ pub async fn provenance(State(app): State<Arc<App>>, Path(lcc_id): Path<String>,
         if app.store.document(DocumentKind::RightsProfile, &lcc_id).await?.is_none() {
             return Err(ApiError::NotFound(format!("no work {lcc_id}")));
         }
-        let entries = app.store.provenance(&lcc_id).await?;
-        let mut body = format!("{{\"lccId\":{},\"entries\":", serde_json::json!(lcc_id)).into_bytes();
-        push_json_array(&mut body, &entries);
-        body.push(b'}');
-        Ok(json(StatusCode::OK, body))
+        let entries = stored_json_list(app.store.provenance(&lcc_id).await?)?;
+        json_of(StatusCode::OK, &Provenance { lcc_id, entries })
     };
     granted.respond(result.await)
 }

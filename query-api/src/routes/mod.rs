@@ -1,13 +1,20 @@
-//! The router: every public endpoint under `/api/v1/public/v1`, and the
+//! The router: every public endpoint under `/api/v1/public/v1`, its OpenAPI
+//! description, the interactive documentation outside production, and the
 //! problem+json answers for unknown routes and wrong methods.
 //!
 //! One function builds it ([`router`]); tests drive it with
-//! `tower::ServiceExt::oneshot`, and the server serves the same value.
+//! `tower::ServiceExt::oneshot`, and the server serves the same value. The
+//! handlers carry their own `#[utoipa::path]` descriptions, and the router
+//! and the OpenAPI document are collected from the same list, so a route
+//! cannot exist without its description or the other way round.
 
 mod bulk;
+mod docs;
 mod evidence;
 mod licenses;
 mod metadata;
+pub mod openapi;
+mod parameters;
 mod rights;
 mod sandbox;
 mod verify;
@@ -19,32 +26,45 @@ use axum::Router;
 use axum::extract::{ConnectInfo, DefaultBodyLimit, Request};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use serde_json::value::RawValue;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-use crate::app::{App, BASE_PATH};
+use crate::app::{App, BASE_PATH, Environment};
 use crate::errors::ApiError;
 
 /// Largest request body accepted (sandbox registration is the only body).
 pub const MAX_BODY_BYTES: usize = 4 * 1024;
 
+/// The public endpoints with their descriptions, relative to [`BASE_PATH`].
+fn described_endpoints() -> OpenApiRouter<Arc<App>> {
+    OpenApiRouter::new()
+        .routes(routes!(rights::rights_by_identifier))
+        .routes(routes!(rights::rights_by_id))
+        .routes(routes!(verify::verify))
+        .routes(routes!(licenses::license_status))
+        .routes(routes!(metadata::metadata))
+        .routes(routes!(metadata::provenance))
+        .routes(routes!(bulk::bulk_works))
+        .routes(routes!(evidence::evidence))
+        .routes(routes!(sandbox::fixtures))
+        .routes(routes!(sandbox::register))
+        .routes(routes!(openapi::openapi_json))
+}
+
 /// Builds the public router.
 pub fn router(app: Arc<App>) -> Router {
-    let api = Router::new()
-        .route("/rights", get(rights::rights_by_identifier))
-        .route("/rights/{lcc_id}", get(rights::rights_by_id))
-        .route("/rights/{lcc_id}/verify", get(verify::verify))
-        .route("/rights/{lcc_id}/metadata", get(metadata::metadata))
-        .route("/rights/{lcc_id}/provenance", get(metadata::provenance))
-        .route("/rights/{lcc_id}/evidence", get(evidence::evidence))
-        .route("/licenses/{id}/status", get(licenses::license_status))
-        .route("/bulk/works", get(bulk::bulk_works))
-        .route("/sandbox/fixtures", get(sandbox::fixtures))
-        .route("/sandbox/register", post(sandbox::register))
-        .method_not_allowed_fallback(method_not_allowed);
+    let (api, description) = described_endpoints().split_for_parts();
+    let description = openapi::complete(description, &app.settings);
+    let api = api.method_not_allowed_fallback(method_not_allowed);
     let metrics = Arc::clone(&app.metrics);
-    Router::new()
-        .nest(BASE_PATH, api)
+    let mut router = Router::new().nest(BASE_PATH, api);
+    if app.settings.environment != Environment::Production {
+        router = router.merge(docs::router());
+    }
+    router
         .fallback(unknown_route)
+        .layer(axum::Extension(openapi::ServedDocument::new(&description)))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(axum::middleware::from_fn_with_state(metrics, crate::metrics::track))
         .with_state(app)
@@ -65,17 +85,18 @@ pub(crate) fn json(status: StatusCode, body: Vec<u8>) -> Response {
     response
 }
 
-/// Appends `[item,item,…]`: stored JSON documents spliced in as they are,
-/// without decoding and encoding them again.
-pub(crate) fn push_json_array(body: &mut Vec<u8>, items: &[Vec<u8>]) {
-    body.push(b'[');
-    for (index, item) in items.iter().enumerate() {
-        if index > 0 {
-            body.push(b',');
-        }
-        body.extend_from_slice(item);
-    }
-    body.push(b']');
+/// A stored JSON document, to be embedded in a response as it is: it is
+/// checked to be JSON, but not decoded into a document and encoded again.
+pub(crate) fn stored_json(body: Vec<u8>) -> Result<Box<RawValue>, ApiError> {
+    String::from_utf8(body).ok().and_then(|text| RawValue::from_string(text).ok()).ok_or_else(|| {
+        tracing::error!("a stored document is not JSON");
+        ApiError::Internal
+    })
+}
+
+/// Every stored document of a list, as [`stored_json`].
+pub(crate) fn stored_json_list(bodies: Vec<Vec<u8>>) -> Result<Vec<Box<RawValue>>, ApiError> {
+    bodies.into_iter().map(stored_json).collect()
 }
 
 /// Serializes a response document.

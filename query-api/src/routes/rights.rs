@@ -1,21 +1,58 @@
 //! Rights profiles: by work identifier, and by ISWC or ISRC.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
+use read_model::documents::RightsProfile;
 use read_model::identifiers::{display_iswc, normalize_isrc, normalize_iswc};
 use read_model::{DocumentKind, IdentifierKind};
+use serde::Serialize;
+use serde_json::value::RawValue;
+use utoipa::ToSchema;
 
-use super::{json, push_json_array};
+use super::parameters::{IdentifierQuery, WorkPath};
+use super::{json, json_of, stored_json_list};
 use crate::app::App;
 use crate::errors::ApiError;
 use crate::keys::Scope;
 
+/// The answer of `GET /rights?iswc=` or `?isrc=`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct IdentifierLookup {
+    /// The ISWC looked up, printed form (present on ISWC lookups).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iswc: Option<String>,
+    /// The ISRC looked up, compact form (present on ISRC lookups).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub isrc: Option<String>,
+    pub count: usize,
+    /// Every profile registered under the code, in the caller's audience.
+    #[schema(value_type = Vec<RightsProfile>)]
+    pub results: Vec<Box<RawValue>>,
+}
+
 /// `GET /rights/{lccId}`: the stored profile, sent as stored.
-pub async fn rights_by_id(State(app): State<Arc<App>>, Path(lcc_id): Path<String>, headers: HeaderMap) -> Response {
+#[utoipa::path(
+    get,
+    path = "/rights/{lccId}",
+    operation_id = "getRightsProfile",
+    tag = "Rights",
+    summary = "Rights profile of a work",
+    description = "Who holds the work, the split ratio of its rights, and whether it is open for licensing.",
+    params(WorkPath),
+    responses(
+        (status = 200, description = "The rights profile.", body = RightsProfile),
+        (status = 404, description = "No work has this identifier.", body = crate::errors::Problem, content_type = "application/problem+json"),
+    ),
+    security(("apiKey" = ["rights:read"])),
+)]
+pub async fn rights_by_id(
+    State(app): State<Arc<App>>,
+    Path(WorkPath { lcc_id }): Path<WorkPath>,
+    headers: HeaderMap,
+) -> Response {
     let granted = match app.authorize(&headers, Scope::RightsRead, Some(&lcc_id)) {
         Ok(granted) => granted,
         Err(refused) => return refused,
@@ -28,9 +65,24 @@ pub async fn rights_by_id(State(app): State<Arc<App>>, Path(lcc_id): Path<String
 }
 
 /// `GET /rights?iswc=` or `?isrc=`: every profile of the caller's audience under that code.
+#[utoipa::path(
+    get,
+    path = "/rights",
+    operation_id = "findRightsProfiles",
+    tag = "Rights",
+    summary = "Rights profiles by ISWC or ISRC",
+    description = "Give exactly one of `iswc` or `isrc`. A sandbox key finds sandbox works only, a production key production works only.",
+    params(IdentifierQuery),
+    responses(
+        (status = 200, description = "The profiles registered under the code.", body = IdentifierLookup),
+        (status = 400, description = "Both codes or neither, or a code that is not an ISWC or ISRC.", body = crate::errors::Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No work is registered under the code.", body = crate::errors::Problem, content_type = "application/problem+json"),
+    ),
+    security(("apiKey" = ["rights:read"])),
+)]
 pub async fn rights_by_identifier(
     State(app): State<Arc<App>>,
-    Query(query): Query<HashMap<String, String>>,
+    Query(query): Query<IdentifierQuery>,
     headers: HeaderMap,
 ) -> Response {
     let granted = match app.authorize(&headers, Scope::RightsRead, None) {
@@ -38,7 +90,7 @@ pub async fn rights_by_identifier(
         Err(refused) => return refused,
     };
     let result = async {
-        let (kind, code, shown) = match (query.get("iswc"), query.get("isrc")) {
+        let (kind, code, shown) = match (&query.iswc, &query.isrc) {
             (Some(iswc), None) => {
                 let code =
                     normalize_iswc(iswc).map_err(|error| ApiError::InvalidParameter(format!("iswc: {error}")))?;
@@ -54,25 +106,24 @@ pub async fn rights_by_identifier(
             }
         };
         let ids = app.store.works_by_identifier(kind, &code, granted.audience()).await?;
-        let mut results = Vec::with_capacity(ids.len());
+        let mut profiles = Vec::with_capacity(ids.len());
         for id in &ids {
             if let Some(body) = app.store.document(DocumentKind::RightsProfile, id).await? {
-                results.push(body);
+                profiles.push(body);
             }
         }
-        if results.is_empty() {
+        if profiles.is_empty() {
             return Err(ApiError::NotFound(format!(
                 "no work is registered under {} {shown}",
                 kind.code().to_uppercase()
             )));
         }
-        // The stored profiles are spliced in as they are, without re-encoding.
-        let mut body =
-            format!("{{\"{}\":{},\"count\":{},\"results\":", kind.code(), serde_json::json!(shown), results.len())
-                .into_bytes();
-        push_json_array(&mut body, &results);
-        body.push(b'}');
-        Ok(json(StatusCode::OK, body))
+        let (iswc, isrc) = match kind {
+            IdentifierKind::Iswc => (Some(shown), None),
+            IdentifierKind::Isrc => (None, Some(shown)),
+        };
+        let lookup = IdentifierLookup { iswc, isrc, count: profiles.len(), results: stored_json_list(profiles)? };
+        json_of(StatusCode::OK, &lookup)
     };
     granted.respond(result.await)
 }

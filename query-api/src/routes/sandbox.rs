@@ -11,13 +11,35 @@ use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use read_model::calendar::Timestamp;
+use read_model::documents::SandboxFixture;
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use utoipa::ToSchema;
 
-use super::{MAX_BODY_BYTES, client_address, json, json_of, push_json_array};
+use super::{MAX_BODY_BYTES, client_address, json_of, stored_json_list};
 use crate::app::{App, with_rate_headers};
 use crate::errors::ApiError;
 
+/// The answer of `GET /sandbox/fixtures`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FixtureCatalogue {
+    pub count: usize,
+    #[schema(value_type = Vec<SandboxFixture>)]
+    pub fixtures: Vec<Box<RawValue>>,
+}
+
 /// `GET /sandbox/fixtures`: every sandbox record with the scenarios it shows.
+#[utoipa::path(
+    get,
+    path = "/sandbox/fixtures",
+    operation_id = "listSandboxFixtures",
+    tag = "Sandbox",
+    summary = "Sandbox test identifiers",
+    description = "Every sandbox work and license id, with the scenarios it demonstrates and, for works, the ISWC and ISRCs to try. Takes no key; limited per client address.",
+    responses(
+        (status = 200, description = "The fixture catalogue.", body = FixtureCatalogue),
+    ),
+)]
 pub async fn fixtures(
     State(app): State<Arc<App>>,
     connect_info: Option<Extension<ConnectInfo<SocketAddr>>>,
@@ -27,23 +49,23 @@ pub async fn fixtures(
         Err(refused) => return refused,
     };
     let result = async {
-        let fixtures = app.store.sandbox_fixtures().await?;
-        let mut body = format!("{{\"count\":{},\"fixtures\":", fixtures.len()).into_bytes();
-        push_json_array(&mut body, &fixtures);
-        body.push(b'}');
-        Ok::<_, ApiError>(json(StatusCode::OK, body))
+        let fixtures = stored_json_list(app.store.sandbox_fixtures().await?)?;
+        json_of(StatusCode::OK, &FixtureCatalogue { count: fixtures.len(), fixtures })
     };
     with_rate_headers(result.await.unwrap_or_else(IntoResponse::into_response), &rate)
 }
 
-#[derive(Debug, Deserialize)]
+/// The body of `POST /sandbox/register`.
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct Registration {
-    email: String,
+pub struct Registration {
+    /// The requester's e-mail address. It is checked for shape and not stored.
+    #[schema(format = Email, max_length = 254, examples("developer@example.org"))]
+    pub email: String,
 }
 
 /// The answer of `POST /sandbox/register`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SandboxKey {
     /// Send it in the `x-api-key` header. It is shown only in this response.
@@ -71,6 +93,21 @@ pub fn is_plausible_email(email: &str) -> bool {
 ///
 /// The address is checked and not stored anywhere: the key is a signed
 /// token, so there is nothing to remember.
+#[utoipa::path(
+    post,
+    path = "/sandbox/register",
+    operation_id = "registerSandboxKey",
+    tag = "Sandbox",
+    summary = "Register for a sandbox key",
+    description = "Issues a sandbox key at once: every scope, sandbox records only, valid for a fixed number of days. The key is shown only in this response. Takes no key; limited per client address.",
+    request_body(content = Registration, content_type = "application/json"),
+    responses(
+        (status = 201, description = "The new sandbox key.", body = SandboxKey),
+        (status = 400, description = "The body is not a JSON object with a plausible `email`.", body = crate::errors::Problem, content_type = "application/problem+json"),
+        (status = 413, description = "The body is larger than 4 KiB.", body = crate::errors::Problem, content_type = "application/problem+json"),
+        (status = 415, description = "The body is not `application/json`.", body = crate::errors::Problem, content_type = "application/problem+json"),
+    ),
+)]
 pub async fn register(
     State(app): State<Arc<App>>,
     connect_info: Option<Extension<ConnectInfo<SocketAddr>>>,

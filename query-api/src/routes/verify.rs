@@ -1,7 +1,6 @@
 //! Verification of a work's rights and certificate, computed at request time
 //! from the stored inputs (protection in force depends on the day).
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::extract::{Path, Query, State};
@@ -11,14 +10,16 @@ use read_model::DocumentKind;
 use read_model::calendar::{Date, Timestamp};
 use read_model::documents::{CertificateRecord, RightType, VerificationInputs, WorkStatus};
 use serde::Serialize;
+use utoipa::ToSchema;
 
+use super::parameters::{VerifyQuery, WorkPath};
 use super::{decode, json_of};
 use crate::app::App;
 use crate::errors::ApiError;
 use crate::keys::Scope;
 
 /// The answer of `GET /rights/{lccId}/verify`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VerificationResult {
     pub lcc_id: String,
@@ -31,8 +32,11 @@ pub struct VerificationResult {
 }
 
 /// One named check.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct Check {
+    /// `certificate`, `rights_chain_complete`, `no_open_dispute`,
+    /// `protection_in_force`, `record_active`, and `file_hash_matches` when a
+    /// `sha256` was given.
     pub name: &'static str,
     pub passed: bool,
     pub detail: String,
@@ -99,10 +103,25 @@ pub fn checks(inputs: &VerificationInputs, today: Date, file_sha256: Option<&str
 }
 
 /// `GET /rights/{lccId}/verify[?sha256=HEX]`.
+#[utoipa::path(
+    get,
+    path = "/rights/{lccId}/verify",
+    operation_id = "verifyRights",
+    tag = "Rights",
+    summary = "Verify the rights and certificate of a work",
+    description = "Each check is named in the result; `verified` is true when all passed. Computed at request time: whether protection is in force depends on the day.",
+    params(WorkPath, VerifyQuery),
+    responses(
+        (status = 200, description = "The verification result.", body = VerificationResult),
+        (status = 400, description = "`sha256` is not 64 hexadecimal characters.", body = crate::errors::Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No work has this identifier.", body = crate::errors::Problem, content_type = "application/problem+json"),
+    ),
+    security(("apiKey" = ["rights:verify"])),
+)]
 pub async fn verify(
     State(app): State<Arc<App>>,
-    Path(lcc_id): Path<String>,
-    Query(query): Query<HashMap<String, String>>,
+    Path(WorkPath { lcc_id }): Path<WorkPath>,
+    Query(query): Query<VerifyQuery>,
     headers: HeaderMap,
 ) -> Response {
     let granted = match app.authorize(&headers, Scope::RightsVerify, Some(&lcc_id)) {
@@ -111,7 +130,7 @@ pub async fn verify(
     };
     let result = async {
         let file_sha256 = query
-            .get("sha256")
+            .sha256
             .map(|hash| {
                 let hash = hash.trim().to_ascii_lowercase();
                 if hash.len() == 64 && hash.bytes().all(|byte| byte.is_ascii_hexdigit()) {

@@ -11,6 +11,7 @@ use crate::calendar::{Date, Timestamp};
 /// credits are public catalogue data. Nothing from a party's personal-data
 /// record exists on the read side at all.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct BulkRow {
     pub lcc_id: String,
@@ -27,6 +28,7 @@ pub struct BulkRow {
 
 /// A creator credit in the bulk export.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct BulkCreator {
     pub name: Option<String>,

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 /// An element with nothing known is an empty list, so that every response has
 /// the same fifteen keys.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct DublinCoreRecord {
     pub lcc_id: String,

@@ -11,6 +11,7 @@ use crate::calendar::{Date, Timestamp};
 
 /// Inputs of `GET /rights/{lccId}/evidence`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct EvidenceInputs {
     pub lcc_id: String,

@@ -7,6 +7,7 @@ use crate::calendar::{Date, Timestamp};
 
 /// Served by `GET /licenses/{id}/status`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct LicenseStatusDocument {
     pub license_id: String,

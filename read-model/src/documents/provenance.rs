@@ -7,6 +7,7 @@ use crate::calendar::Timestamp;
 /// One applied change, served in a list by `GET /rights/{lccId}/provenance`,
 /// ordered by `recordedAt`, then topic, then version.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ProvenanceEntry {
     pub event_id: String,

@@ -8,6 +8,7 @@ use crate::calendar::{Date, Timestamp};
 
 /// Served by `GET /rights/{lccId}` and by the ISWC / ISRC lookups.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct RightsProfile {
     pub lcc_id: String,
@@ -28,6 +29,7 @@ pub struct RightsProfile {
 
 /// One link of the rights chain.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct RightHolding {
     pub right_id: String,
@@ -47,6 +49,7 @@ pub struct RightHolding {
 
 /// The total share recorded for one right type.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ShareTotal {
     pub right_type: RightType,

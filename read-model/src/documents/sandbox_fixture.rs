@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 /// Which endpoint family a fixture id belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum FixtureResource {
     /// An lccId for the `/rights/{lccId}…` endpoints.
@@ -18,6 +19,7 @@ pub enum FixtureResource {
 
 /// One entry of `GET /sandbox/fixtures`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct SandboxFixture {
     pub id: String,

@@ -11,6 +11,7 @@ use crate::calendar::{Date, Timestamp};
 
 /// Inputs of `GET /rights/{lccId}/verify`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct VerificationInputs {
     pub lcc_id: String,
@@ -29,6 +30,7 @@ pub struct VerificationInputs {
 
 /// The current registration certificate of a work.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct CertificateRecord {
     pub certificate_id: String,

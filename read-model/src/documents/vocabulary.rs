@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 /// Where a work stands in the registry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum WorkStatus {
     /// Registered, not yet published: readable by id, absent from the bulk export.
@@ -17,6 +18,7 @@ pub enum WorkStatus {
 
 /// Kind of creative work.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum WorkType {
     MusicalWork,
@@ -30,6 +32,7 @@ pub enum WorkType {
 
 /// What a creator contributed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum CreatorRole {
     Author,
@@ -51,6 +54,7 @@ impl CreatorRole {
 
 /// Authors' rights or related rights.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum RightType {
     /// Copyright of the creators and their successors.
@@ -61,6 +65,7 @@ pub enum RightType {
 
 /// Capacity in which a party holds a right.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum HolderRole {
     Author,
@@ -76,6 +81,7 @@ pub enum HolderRole {
 
 /// A natural person or an organisation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum PartyKind {
     Person,
@@ -87,6 +93,7 @@ pub enum PartyKind {
 /// `name` and `kind` are absent while the party's own registration has not
 /// reached the read side yet; they fill in when it does.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct PartyReference {
     pub party_id: String,
@@ -98,6 +105,7 @@ pub struct PartyReference {
 
 /// License kind, spelled as the specification spells it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum LicenseKind {
     Blanket,
     Individual,
@@ -105,6 +113,7 @@ pub enum LicenseKind {
 
 /// Lifecycle status of a license.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum LicenseStatus {
     Pending,
@@ -119,6 +128,7 @@ pub enum LicenseStatus {
 ///
 /// The first three values are unresolved; the rest are outcomes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum DisputeStatus {
     /// No dispute was ever opened about the work.
@@ -141,6 +151,7 @@ impl DisputeStatus {
 
 /// One dispute about a work, without any detail about the claimant.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct DisputeSummary {
     pub dispute_id: String,

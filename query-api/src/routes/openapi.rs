@@ -1,0 +1,233 @@
+//! The OpenAPI 3.1 description of the public endpoints, served at
+//! `{base_url}/openapi.json`.
+//!
+//! The paths, parameters, bodies and scopes come from the handlers'
+//! `#[utoipa::path]` attributes. This module adds what is the same for every
+//! operation (the API key scheme, the answers of the access guard and the
+//! rate limiter with their headers), what depends on the configuration (the
+//! bulk maximum), and the examples, which are real answers of the service
+//! over the sandbox fixtures, kept in `schemas/openapi/examples.json` and
+//! checked against the live service by a test. It must not describe anything
+//! the router does not serve.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Extension;
+use axum::body::Bytes;
+use axum::extract::{ConnectInfo, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use utoipa::OpenApi;
+use utoipa::openapi::path::{Operation, ParameterBuilder};
+use utoipa::openapi::response::{Response as ResponseObject, ResponseBuilder};
+use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
+use utoipa::openapi::{Content, Header, RefOr, Server};
+
+use super::client_address;
+use crate::app::{App, BASE_PATH, Settings, with_rate_headers};
+use crate::errors::Problem;
+
+/// The name of the API key scheme in the document's security requirements.
+pub const API_KEY_SCHEME: &str = "apiKey";
+
+/// The examples: for each operation id, its parameters and its answer.
+const EXAMPLES: &str = include_str!("../../../schemas/openapi/examples.json");
+
+/// One operation's example, as `schemas/openapi/examples.json` holds it.
+#[derive(Debug, Clone, Deserialize)]
+pub struct OperationExample {
+    /// Parameter values by name (path and query).
+    #[serde(default)]
+    pub parameters: BTreeMap<String, String>,
+    /// The request body, for operations that take one.
+    #[serde(default)]
+    pub request: Option<serde_json::Value>,
+    /// The status of the answer.
+    pub status: u16,
+    /// The answer's JSON body.
+    pub response: serde_json::Value,
+}
+
+/// The examples of every operation, by operation id.
+pub fn examples() -> BTreeMap<String, OperationExample> {
+    // The file is part of the binary and checked by a test, so it always parses.
+    serde_json::from_str(EXAMPLES).unwrap_or_default()
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "LCC public rights data API",
+        version = "1.0.0",
+        description = "Read-only rights data of the registry of creative works: rights profiles, verification, \
+license status, Dublin Core metadata, provenance, a bulk export of published works without personal data, and \
+evidence packages.\n\nSend your key in the `x-api-key` header. Each operation names the scope it needs. Sandbox keys \
+(from `POST /sandbox/register`) read only sandbox records, whose ids start with `SANDBOX-`; `GET /sandbox/fixtures` \
+lists them with the scenario each demonstrates. Responses of the sandbox and of production have the same shapes.\n\n\
+Every limited response carries `X-RateLimit-Limit`, `X-RateLimit-Remaining` and `X-RateLimit-Reset` (whole seconds \
+until the quota is fully restored); over the limit the answer is 429 with `Retry-After`. Every failure is an RFC 9457 \
+`application/problem+json` body with a stable `code`."
+    ),
+    tags(
+        (name = "Rights", description = "Rights profiles, verification and evidence packages of works."),
+        (name = "Licenses", description = "License status, Blanket or Individual."),
+        (name = "Metadata", description = "Dublin Core metadata and provenance of works."),
+        (name = "Bulk", description = "The open-data export of published works."),
+        (name = "Sandbox", description = "Simulated data to try the API with, and sandbox keys."),
+        (name = "Description", description = "This document."),
+    ),
+    components(schemas(Problem)),
+)]
+struct Description;
+
+/// `GET /openapi.json`: this document. Takes no key; limited per client address.
+#[utoipa::path(
+    get,
+    path = "/openapi.json",
+    operation_id = "getOpenApiDescription",
+    tag = "Description",
+    summary = "The OpenAPI 3.1 description of the public endpoints",
+    responses((status = 200, description = "This document.", body = Object)),
+)]
+pub async fn openapi_json(
+    State(app): State<Arc<App>>,
+    Extension(document): Extension<ServedDocument>,
+    connect_info: Option<Extension<ConnectInfo<SocketAddr>>>,
+) -> Response {
+    match app.limit_anonymous(&client_address(connect_info.as_ref().map(|Extension(info)| info))) {
+        Ok(rate) => {
+            let mut response = (StatusCode::OK, document.0).into_response();
+            response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            with_rate_headers(response, &rate)
+        }
+        Err(refused) => refused,
+    }
+}
+
+/// The finished document, serialized once when the router is built.
+#[derive(Debug, Clone)]
+pub struct ServedDocument(Bytes);
+
+impl ServedDocument {
+    pub fn new(document: &utoipa::openapi::OpenApi) -> ServedDocument {
+        // Serializing a document built from typed parts cannot fail.
+        ServedDocument(Bytes::from(serde_json::to_vec(document).unwrap_or_default()))
+    }
+}
+
+/// The paths the handlers describe, completed into the served document.
+pub fn complete(paths: utoipa::openapi::OpenApi, settings: &Settings) -> utoipa::openapi::OpenApi {
+    let mut document = Description::openapi();
+    document.merge(paths);
+    document.servers = Some(vec![Server::new(BASE_PATH)]);
+    let components = document.components.get_or_insert_with(Default::default);
+    components.security_schemes.insert(
+        API_KEY_SCHEME.to_owned(),
+        SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
+            "x-api-key",
+            "A production key from the operator, or a sandbox key from POST /sandbox/register.",
+        ))),
+    );
+    let examples = examples();
+    for item in document.paths.paths.values_mut() {
+        for operation in [&mut item.get, &mut item.post].into_iter().flatten() {
+            add_common_responses(operation);
+            add_rate_limit_headers(operation);
+            limit_bulk_page_size(operation, settings.bulk_max_limit);
+            if let Some(example) = operation.operation_id.as_ref().and_then(|id| examples.get(id)) {
+                add_example(operation, example);
+            }
+        }
+    }
+    document
+}
+
+fn problem_response(description: &str) -> RefOr<ResponseObject> {
+    let content = Content::new(Some(RefOr::Ref(utoipa::openapi::Ref::from_schema_name("Problem"))));
+    ResponseBuilder::new().description(description).content("application/problem+json", content).build().into()
+}
+
+/// The answers of the access guard, the rate limiter and the store, which
+/// every keyed operation (or every operation) can give.
+fn add_common_responses(operation: &mut Operation) {
+    let keyed = operation.security.as_ref().is_some_and(|requirements| !requirements.is_empty());
+    let responses = &mut operation.responses.responses;
+    if keyed {
+        responses
+            .entry("401".into())
+            .or_insert_with(|| problem_response("No key, an unknown or revoked key, or an expired sandbox key."));
+        responses.entry("403".into()).or_insert_with(|| {
+            problem_response(
+                "The key lacks the operation's scope, or a sandbox key names a record that is not a sandbox record.",
+            )
+        });
+    }
+    responses
+        .entry("429".into())
+        .or_insert_with(|| problem_response("Over the rate limit; retry after `Retry-After` seconds."));
+    responses
+        .entry("500".into())
+        .or_insert_with(|| problem_response("An unexpected failure; the body carries no internals."));
+    responses.entry("503".into()).or_insert_with(|| problem_response("The read model is unavailable; retry shortly."));
+}
+
+fn integer_header(description: &str) -> Header {
+    let schema = ObjectBuilder::new().schema_type(Type::Integer).minimum(Some(0)).build();
+    let mut header = Header::new(RefOr::T(Schema::Object(schema)));
+    header.description = Some(description.to_owned());
+    header
+}
+
+/// The quota headers, on every answer that went through the limiter (all but 401).
+fn add_rate_limit_headers(operation: &mut Operation) {
+    for (status, response) in &mut operation.responses.responses {
+        let RefOr::T(response) = response else { continue };
+        if status == "401" {
+            continue;
+        }
+        let headers = &mut response.headers;
+        headers.insert("X-RateLimit-Limit".into(), integer_header("Requests allowed per minute."));
+        headers.insert("X-RateLimit-Remaining".into(), integer_header("Requests left in the current window."));
+        headers.insert("X-RateLimit-Reset".into(), integer_header("Whole seconds until the quota is fully restored."));
+        if status == "429" {
+            headers.insert("Retry-After".into(), integer_header("Seconds until the next request is allowed."));
+        }
+    }
+}
+
+/// The bulk maximum is configuration, so it is written into the document here.
+fn limit_bulk_page_size(operation: &mut Operation, maximum: u32) {
+    let Some(parameters) = operation.parameters.as_mut() else { return };
+    for parameter in parameters.iter_mut().filter(|parameter| parameter.name == "limit") {
+        if let Some(RefOr::T(Schema::Object(schema))) = parameter.schema.as_mut() {
+            schema.maximum = Some(maximum.into());
+        }
+        parameter.description = Some(format!("The page size, from 1 to {maximum}; 100 by default."));
+    }
+}
+
+fn add_example(operation: &mut Operation, example: &OperationExample) {
+    if let Some(parameters) = operation.parameters.as_mut() {
+        for parameter in parameters.iter_mut() {
+            if let Some(value) = example.parameters.get(&parameter.name) {
+                *parameter = ParameterBuilder::from(parameter.clone())
+                    .example(Some(serde_json::Value::String(value.clone())))
+                    .build();
+            }
+        }
+    }
+    if let (Some(body), Some(request)) = (&example.request, operation.request_body.as_mut())
+        && let Some(content) = request.content.get_mut("application/json")
+    {
+        content.example = Some(body.clone());
+    }
+    if let Some(RefOr::T(response)) = operation.responses.responses.get_mut(&example.status.to_string())
+        && let Some(content) = response.content.get_mut("application/json")
+    {
+        content.example = Some(example.response.clone());
+    }
+}

@@ -1,0 +1,63 @@
+//! The path and query parameters of every endpoint, as the handlers extract
+//! them and as the OpenAPI document describes them: one definition for both.
+//!
+//! Query values are read as text and checked by the handlers, so that a bad
+//! value gets a precise problem body instead of an extractor's rejection.
+
+use serde::Deserialize;
+use utoipa::IntoParams;
+
+/// The path of every `/rights/{lccId}…` endpoint.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct WorkPath {
+    /// The registry's work identifier; sandbox works start with `SANDBOX-`.
+    #[serde(rename = "lccId")]
+    #[param(rename = "lccId")]
+    pub lcc_id: String,
+}
+
+/// The query of the lookup by international identifier: exactly one of the two.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct IdentifierQuery {
+    /// International Standard Musical Work Code, printed (`T-034.524.680-1`)
+    /// or compact (`T0345246801`); the check digit is verified.
+    #[param(pattern = r"^[Tt](-[0-9]{3}\.[0-9]{3}\.[0-9]{3}-[0-9]|[0-9]{10})$")]
+    pub iswc: Option<String>,
+    /// International Standard Recording Code, twelve characters (`GBAYE6900500`),
+    /// compact or hyphenated (`GB-AYE-69-00500`).
+    #[param(pattern = r"^[A-Za-z]{2}(-[A-Za-z0-9]{3}-[0-9]{2}-[0-9]{5}|[A-Za-z0-9]{3}[0-9]{7})$")]
+    pub isrc: Option<String>,
+}
+
+/// The path of `/licenses/{id}/status`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct LicensePath {
+    /// The license identifier; sandbox licenses start with `SANDBOX-`.
+    pub id: String,
+}
+
+/// The optional file hash a client holds.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct VerifyQuery {
+    /// SHA-256 of a file the client holds, 64 hexadecimal characters; adds the
+    /// check `file_hash_matches`.
+    #[param(pattern = r"^[0-9A-Fa-f]{64}$")]
+    pub sha256: Option<String>,
+}
+
+/// The paging query. Both are read as text and checked here, so that a bad
+/// value gets a precise problem body.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct BulkQuery {
+    /// The page, from 1.
+    #[param(value_type = Option<u32>, minimum = 1, default = 1)]
+    pub page: Option<String>,
+    /// The page size, from 1 to the configured maximum; 100 by default.
+    #[param(value_type = Option<u32>, minimum = 1, default = 100)]
+    pub limit: Option<String>,
+}
