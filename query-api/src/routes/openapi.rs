@@ -40,9 +40,9 @@ const EXAMPLES: &str = include_str!("../../../schemas/openapi/examples.json");
 /// One operation's example, as `schemas/openapi/examples.json` holds it.
 #[derive(Debug, Clone, Deserialize)]
 pub struct OperationExample {
-    /// Parameter values by name (path and query).
+    /// Parameter values by name (path and query), typed as their schemas.
     #[serde(default)]
-    pub parameters: BTreeMap<String, String>,
+    pub parameters: BTreeMap<String, serde_json::Value>,
     /// The request body, for operations that take one.
     #[serde(default)]
     pub request: Option<serde_json::Value>,
@@ -214,9 +214,7 @@ fn add_example(operation: &mut Operation, example: &OperationExample) {
     if let Some(parameters) = operation.parameters.as_mut() {
         for parameter in parameters.iter_mut() {
             if let Some(value) = example.parameters.get(&parameter.name) {
-                *parameter = ParameterBuilder::from(parameter.clone())
-                    .example(Some(serde_json::Value::String(value.clone())))
-                    .build();
+                *parameter = ParameterBuilder::from(parameter.clone()).example(Some(value.clone())).build();
             }
         }
     }

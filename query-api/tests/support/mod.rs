@@ -47,6 +47,22 @@ async fn project(store: &SqliteStore, events: &Path, dead_letters: &Path) {
         .expect("projection");
 }
 
+fn app(store: &SqliteStore, production_keys: Arc<KeyStore>, environment: Environment) -> Arc<App> {
+    Arc::new(App {
+        store: Arc::new(store.clone()),
+        production_keys,
+        sandbox_keys: SandboxKeys::new(b"test-secret", 3_600, 100_000),
+        rate_limits: RateLimits::default(),
+        metrics: Arc::new(query_api::metrics::Metrics::new().expect("metrics")),
+        settings: Settings {
+            public_base_url: "https://api.example.org".into(),
+            environment,
+            default_rate_limit: 60,
+            bulk_max_limit: 1_000,
+        },
+    })
+}
+
 impl Service {
     pub async fn start() -> Service {
         let directory = tempfile::tempdir().expect("tempdir");
@@ -62,22 +78,15 @@ impl Service {
             .expect("generate");
         project(&store, &events, &directory.path().join("production.jsonl")).await;
 
-        let keys = KeyStore::open(&data).expect("keys");
+        let keys = Arc::new(KeyStore::open(&data).expect("keys"));
         let (full_key, _) = keys.issue("Everything Ltd", Scopes::all(), 100_000).expect("issue");
-        let app = Arc::new(App {
-            store: Arc::new(store.clone()),
-            production_keys: Arc::new(keys),
-            sandbox_keys: SandboxKeys::new(b"test-secret", 3_600, 100_000),
-            rate_limits: RateLimits::default(),
-            metrics: Arc::new(query_api::metrics::Metrics::new().expect("metrics")),
-            settings: Settings {
-                public_base_url: "https://api.example.org".into(),
-                environment: Environment::Development,
-                default_rate_limit: 60,
-                bulk_max_limit: 1_000,
-            },
-        });
+        let app = app(&store, keys, Environment::Development);
         Service { directory, app, store, full_key }
+    }
+
+    /// Another instance of the service over the same store and keys, in `environment`.
+    pub fn in_environment(&self, environment: Environment) -> Arc<App> {
+        app(&self.store, Arc::clone(&self.app.production_keys), environment)
     }
 
     pub fn issue_key(&self, scopes: &[Scope], rate_limit: u32) -> String {
