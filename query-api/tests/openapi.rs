@@ -97,7 +97,9 @@ async fn live_examples(service: &Service, document: &Value) -> BTreeMap<String, 
             .iter()
             .find(|fixture| {
                 fixture["resource"] == resource
-                    && scenarios.iter().all(|wanted| fixture["scenarios"].as_array().expect("scenarios").contains(&json!(wanted)))
+                    && scenarios
+                        .iter()
+                        .all(|wanted| fixture["scenarios"].as_array().expect("scenarios").contains(&json!(wanted)))
             })
             .unwrap_or_else(|| panic!("no {resource} fixture shows {scenarios:?}"))
             .clone()
@@ -223,8 +225,7 @@ async fn the_description_is_openapi_3_1_and_covers_every_endpoint_of_the_specifi
         for status in expected {
             let response = &responses[status];
             assert_eq!(
-                response["content"]["application/problem+json"]["schema"]["$ref"],
-                "#/components/schemas/Problem",
+                response["content"]["application/problem+json"]["schema"]["$ref"], "#/components/schemas/Problem",
                 "{} {status}",
                 operation.id
             );
@@ -233,7 +234,8 @@ async fn the_description_is_openapi_3_1_and_covers_every_endpoint_of_the_specifi
         assert!(responses.keys().any(|status| status.starts_with('2')), "{}", operation.id);
     }
     let bulk = operations(&document).into_iter().find(|operation| operation.id == "listPublishedWorks").expect("bulk");
-    let limit = bulk.description["parameters"].as_array().expect("parameters").iter().find(|p| p["name"] == "limit").cloned();
+    let limit =
+        bulk.description["parameters"].as_array().expect("parameters").iter().find(|p| p["name"] == "limit").cloned();
     assert_eq!(limit.expect("limit")["schema"]["maximum"], 1_000);
 }
 
@@ -255,7 +257,12 @@ async fn each_operation_requires_exactly_the_scope_its_description_names() {
         let others: Vec<Scope> = Scope::ALL.into_iter().filter(|other| *other != scope).collect();
         let lacking = service.issue_key(&others, 1_000);
         let (answer, body, _) = split(service.send(example_request(&operation, example, Some(&lacking))).await).await;
-        assert_eq!((answer, body["code"].as_str()), (StatusCode::FORBIDDEN, Some("insufficient_scope")), "{}", operation.id);
+        assert_eq!(
+            (answer, body["code"].as_str()),
+            (StatusCode::FORBIDDEN, Some("insufficient_scope")),
+            "{}",
+            operation.id
+        );
         assert_eq!(body["detail"], format!("this API key lacks the {scope} scope"));
         // A production key with just that scope passes the guard. (It may still
         // find nothing: production keys do not see sandbox works by ISWC.)
@@ -297,9 +304,7 @@ async fn interactive_documentation_is_served_outside_production_only() {
             split(router(Arc::clone(&production)).oneshot(page(path)).await.expect("infallible")).await;
         assert_eq!((status, body["code"].as_str()), (StatusCode::NOT_FOUND, Some("unknown_route")), "{path}");
     }
-    let (status, _, _) = split(
-        router(production).oneshot(page(&format!("{BASE}/openapi.json"))).await.expect("infallible"),
-    )
-    .await;
+    let (status, _, _) =
+        split(router(production).oneshot(page(&format!("{BASE}/openapi.json"))).await.expect("infallible")).await;
     assert_eq!(status, StatusCode::OK, "the description itself is served in production too");
 }

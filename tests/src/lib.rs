@@ -3,8 +3,9 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
 use rusqlite::types::ValueRef;
 
@@ -178,25 +179,34 @@ pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("address").port()
 }
 
-/// Runs an external checker on `input` when it is installed. Under CI (the
-/// `CI` variable set) a missing checker fails the test; elsewhere the test
-/// says plainly that the check was skipped.
+/// Whether an external tool (a checker, a browser) is installed. Under CI
+/// (the `CI` variable set) a missing tool fails the test; elsewhere the test
+/// says plainly that its check was skipped.
+pub fn external_tool_available(program: &str) -> bool {
+    match Command::new(program).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status() {
+        Ok(_) => true,
+        Err(error) if std::env::var_os("CI").is_none() => {
+            eprintln!("SKIPPED: {program} is not installed here ({error}); .ci/run installs it and CI requires it");
+            false
+        }
+        Err(error) => panic!("{program} is required in CI: {error}"),
+    }
+}
+
+/// Runs an external checker on `input` (its standard input) when it is
+/// installed (see [`external_tool_available`]); the checker must accept it.
 pub fn external_check(program: &str, arguments: &[&str], input: &str) {
     use std::io::Write;
-    let child = Command::new(program)
+    if !external_tool_available(program) {
+        return;
+    }
+    let mut child = Command::new(program)
         .args(arguments)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .spawn();
-    let mut child = match child {
-        Ok(child) => child,
-        Err(error) if std::env::var_os("CI").is_none() => {
-            eprintln!("SKIPPED: {program} is not installed here ({error}); .ci/run installs it and CI requires it");
-            return;
-        }
-        Err(error) => panic!("{program} is required in CI: {error}"),
-    };
+        .spawn()
+        .expect("the checker starts");
     child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("write");
     let output = child.wait_with_output().expect("checker runs");
     assert!(
@@ -205,4 +215,119 @@ pub fn external_check(program: &str, arguments: &[&str], input: &str) {
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
+}
+
+/// The base path of the public API.
+pub const BASE_PATH: &str = "/api/v1/public/v1";
+
+/// The single-machine service (`rights-service`) as a user starts it, on free
+/// ports with a data directory of its own, once the bundled sandbox fixtures
+/// are projected and served. It is killed when dropped.
+#[derive(Debug)]
+pub struct RunningService {
+    pub address: String,
+    pub admin: String,
+    pub data: tempfile::TempDir,
+    child: Child,
+}
+
+impl RunningService {
+    /// Starts the service with extra environment variables; `before_start`
+    /// runs on the empty data directory first (to issue production keys).
+    pub fn start(environment: &[(&str, &str)], before_start: impl FnOnce(&Path)) -> RunningService {
+        let data = tempfile::tempdir().expect("tempdir");
+        before_start(data.path());
+        let address = format!("127.0.0.1:{}", free_port());
+        let admin = format!("127.0.0.1:{}", free_port());
+        let child = Command::new(binary("rights-service"))
+            .current_dir(workspace_root())
+            .arg("--data-dir")
+            .arg(data.path())
+            .arg("--listen")
+            .arg(&address)
+            .arg("--admin-listen")
+            .arg(&admin)
+            .arg("--public-base-url")
+            .arg(format!("http://{address}"))
+            .envs(environment.iter().copied())
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("service starts");
+        let service = RunningService { address, admin, data, child };
+        service.wait_until_the_fixtures_are_served();
+        service
+    }
+
+    fn wait_until_the_fixtures_are_served(&self) {
+        let started = Instant::now();
+        loop {
+            assert!(started.elapsed() < Duration::from_secs(60), "the service did not come up");
+            if std::net::TcpStream::connect(&self.address).is_ok() {
+                let (status, _, body) = http(&self.address, "GET", &format!("{BASE_PATH}/sandbox/fixtures"), &[], "");
+                let parsed: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+                if status == 200 && parsed["count"].as_u64() == Some(28) {
+                    return;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// `http://ADDRESS` of the public listener.
+    pub fn origin(&self) -> String {
+        format!("http://{}", self.address)
+    }
+
+    /// A request to the public listener, under the base path.
+    pub fn request(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> (u16, Vec<(String, String)>, String) {
+        http(&self.address, method, &format!("{BASE_PATH}{path}"), headers, body)
+    }
+
+    /// A new sandbox key from `POST /sandbox/register`.
+    pub fn register_sandbox_key(&self) -> String {
+        let (status, _, body) = self.request(
+            "POST",
+            "/sandbox/register",
+            &[("content-type", "application/json")],
+            r#"{"email":"me@example.org"}"#,
+        );
+        assert_eq!(status, 201, "{body}");
+        let registered: serde_json::Value = serde_json::from_str(&body).expect("json");
+        registered["apiKey"].as_str().expect("key").to_owned()
+    }
+
+    /// SIGTERM, then the exit status.
+    pub fn stop(mut self) -> std::process::ExitStatus {
+        let killed = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status().expect("kill");
+        assert!(killed.success());
+        self.child.wait().expect("exit")
+    }
+}
+
+impl Drop for RunningService {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Issues a production key with every scope through the operator command.
+pub fn issue_production_key(data: &Path, rate_limit: u32) -> String {
+    let output = Command::new(binary("query-api"))
+        .arg("keys")
+        .arg("--data-dir")
+        .arg(data)
+        .args(["issue", "--partner", "End-to-end tests", "--rate-limit", &rate_limit.to_string(), "--scopes"])
+        .arg("rights:read,rights:verify,licenses:read,metadata:read,bulk:read,evidence:read")
+        .output()
+        .expect("query-api keys issue runs");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout).expect("utf-8").lines().next().expect("the key").trim().to_owned()
 }

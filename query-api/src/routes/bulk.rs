@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use read_model::documents::BulkRow;
@@ -11,11 +11,14 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use utoipa::ToSchema;
 
-use super::parameters::BulkQuery;
+use super::parameters::{BulkQuery, QueryParameters};
 use super::{json_of, stored_json_list};
 use crate::app::App;
 use crate::errors::ApiError;
 use crate::keys::Scope;
+
+/// The largest page number, as the OpenAPI document states it (a 32-bit integer).
+const MAX_PAGE: u32 = i32::MAX as u32;
 
 /// The default page size, as the specification's documented request uses.
 pub const DEFAULT_LIMIT: u32 = 100;
@@ -67,13 +70,17 @@ fn parameter(text: Option<&str>, name: &str, default: u32, max: u32) -> Result<u
     ),
     security(("apiKey" = ["bulk:read"])),
 )]
-pub async fn bulk_works(State(app): State<Arc<App>>, Query(query): Query<BulkQuery>, headers: HeaderMap) -> Response {
+pub async fn bulk_works(
+    State(app): State<Arc<App>>,
+    QueryParameters(query): QueryParameters<BulkQuery>,
+    headers: HeaderMap,
+) -> Response {
     let granted = match app.authorize(&headers, Scope::BulkRead, None) {
         Ok(granted) => granted,
         Err(refused) => return refused,
     };
     let result = async {
-        let page = parameter(query.page.as_deref(), "page", 1, u32::MAX)?;
+        let page = parameter(query.page.as_deref(), "page", 1, MAX_PAGE)?;
         let limit = parameter(query.limit.as_deref(), "limit", DEFAULT_LIMIT, app.settings.bulk_max_limit)?;
         let offset = u64::from(page - 1) * u64::from(limit);
         let rows = app.store.bulk_page(granted.audience(), offset, limit).await?;

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use read_model::DocumentKind;
@@ -14,7 +14,7 @@ use read_model::documents::{
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::parameters::WorkPath;
+use super::parameters::{PathParameters, WorkPath};
 use super::{decode, json_of};
 use crate::app::App;
 use crate::errors::ApiError;
@@ -94,7 +94,7 @@ pub fn protection(ends_on: Option<Date>, today: Date) -> Protection {
 )]
 pub async fn evidence(
     State(app): State<Arc<App>>,
-    Path(WorkPath { lcc_id }): Path<WorkPath>,
+    PathParameters(WorkPath { lcc_id }): PathParameters<WorkPath>,
     headers: HeaderMap,
 ) -> Response {
     let granted = match app.authorize(&headers, Scope::EvidenceRead, Some(&lcc_id)) {

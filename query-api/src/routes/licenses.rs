@@ -3,11 +3,11 @@
 use std::sync::Arc;
 
 use super::json;
-use super::parameters::LicensePath;
+use super::parameters::{LicensePath, PathParameters};
 use crate::app::App;
 use crate::errors::ApiError;
 use crate::keys::Scope;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use read_model::DocumentKind;
@@ -30,7 +30,7 @@ use read_model::documents::LicenseStatusDocument;
 )]
 pub async fn license_status(
     State(app): State<Arc<App>>,
-    Path(LicensePath { id }): Path<LicensePath>,
+    PathParameters(LicensePath { id }): PathParameters<LicensePath>,
     headers: HeaderMap,
 ) -> Response {
     let granted = match app.authorize(&headers, Scope::LicensesRead, Some(&id)) {

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use read_model::DocumentKind;
@@ -12,7 +12,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use utoipa::ToSchema;
 
-use super::parameters::WorkPath;
+use super::parameters::{PathParameters, WorkPath};
 use super::{decode, json, json_of, stored_json_list};
 use crate::app::App;
 use crate::errors::ApiError;
@@ -86,7 +86,7 @@ pub struct Provenance {
 )]
 pub async fn metadata(
     State(app): State<Arc<App>>,
-    Path(WorkPath { lcc_id }): Path<WorkPath>,
+    PathParameters(WorkPath { lcc_id }): PathParameters<WorkPath>,
     headers: HeaderMap,
 ) -> Response {
     let granted = match app.authorize(&headers, Scope::MetadataRead, Some(&lcc_id)) {
@@ -127,7 +127,7 @@ pub async fn metadata(
 )]
 pub async fn provenance(
     State(app): State<Arc<App>>,
-    Path(WorkPath { lcc_id }): Path<WorkPath>,
+    PathParameters(WorkPath { lcc_id }): PathParameters<WorkPath>,
     headers: HeaderMap,
 ) -> Response {
     let granted = match app.authorize(&headers, Scope::MetadataRead, Some(&lcc_id)) {

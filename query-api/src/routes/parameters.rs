@@ -2,10 +2,47 @@
 //! them and as the OpenAPI document describes them: one definition for both.
 //!
 //! Query values are read as text and checked by the handlers, so that a bad
-//! value gets a precise problem body instead of an extractor's rejection.
+//! value gets a precise problem body. What cannot be read at all (a name given
+//! twice, a path that is not UTF-8) is refused by the extractors here, also
+//! as a problem body, never as the framework's plain-text rejection.
 
+use axum::extract::{FromRequestParts, Path, Query};
+use axum::http::request::Parts;
 use serde::Deserialize;
+use serde::de::DeserializeOwned;
 use utoipa::IntoParams;
+
+use crate::errors::ApiError;
+
+/// Path parameters, refused with a problem body when they cannot be read.
+#[derive(Debug)]
+pub struct PathParameters<T>(pub T);
+
+impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for PathParameters<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        match Path::<T>::from_request_parts(parts, state).await {
+            Ok(Path(value)) => Ok(PathParameters(value)),
+            Err(rejection) => Err(ApiError::InvalidParameter(rejection.body_text())),
+        }
+    }
+}
+
+/// Query parameters, refused with a problem body when they cannot be read.
+#[derive(Debug)]
+pub struct QueryParameters<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for QueryParameters<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        match Query::<T>::from_request_parts(parts, state).await {
+            Ok(Query(value)) => Ok(QueryParameters(value)),
+            Err(rejection) => Err(ApiError::InvalidParameter(rejection.body_text())),
+        }
+    }
+}
 
 /// The path of every `/rights/{lccId}…` endpoint.
 #[derive(Debug, Deserialize, IntoParams)]
@@ -55,7 +92,7 @@ pub struct VerifyQuery {
 #[into_params(parameter_in = Query)]
 pub struct BulkQuery {
     /// The page, from 1.
-    #[param(value_type = Option<u32>, minimum = 1, default = 1)]
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 2_147_483_647, default = 1)]
     pub page: Option<String>,
     /// The page size, from 1 to the configured maximum; 100 by default.
     #[param(value_type = Option<u32>, minimum = 1, default = 100)]

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use read_model::documents::RightsProfile;
@@ -12,7 +12,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use utoipa::ToSchema;
 
-use super::parameters::{IdentifierQuery, WorkPath};
+use super::parameters::{IdentifierQuery, PathParameters, QueryParameters, WorkPath};
 use super::{json, json_of, stored_json_list};
 use crate::app::App;
 use crate::errors::ApiError;
@@ -50,7 +50,7 @@ pub struct IdentifierLookup {
 )]
 pub async fn rights_by_id(
     State(app): State<Arc<App>>,
-    Path(WorkPath { lcc_id }): Path<WorkPath>,
+    PathParameters(WorkPath { lcc_id }): PathParameters<WorkPath>,
     headers: HeaderMap,
 ) -> Response {
     let granted = match app.authorize(&headers, Scope::RightsRead, Some(&lcc_id)) {
@@ -82,7 +82,7 @@ pub async fn rights_by_id(
 )]
 pub async fn rights_by_identifier(
     State(app): State<Arc<App>>,
-    Query(query): Query<IdentifierQuery>,
+    QueryParameters(query): QueryParameters<IdentifierQuery>,
     headers: HeaderMap,
 ) -> Response {
     let granted = match app.authorize(&headers, Scope::RightsRead, None) {

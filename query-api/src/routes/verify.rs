@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use read_model::DocumentKind;
@@ -12,7 +12,7 @@ use read_model::documents::{CertificateRecord, RightType, VerificationInputs, Wo
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::parameters::{VerifyQuery, WorkPath};
+use super::parameters::{PathParameters, QueryParameters, VerifyQuery, WorkPath};
 use super::{decode, json_of};
 use crate::app::App;
 use crate::errors::ApiError;
@@ -120,8 +120,8 @@ pub fn checks(inputs: &VerificationInputs, today: Date, file_sha256: Option<&str
 )]
 pub async fn verify(
     State(app): State<Arc<App>>,
-    Path(WorkPath { lcc_id }): Path<WorkPath>,
-    Query(query): Query<VerifyQuery>,
+    PathParameters(WorkPath { lcc_id }): PathParameters<WorkPath>,
+    QueryParameters(query): QueryParameters<VerifyQuery>,
     headers: HeaderMap,
 ) -> Response {
     let granted = match app.authorize(&headers, Scope::RightsVerify, Some(&lcc_id)) {
