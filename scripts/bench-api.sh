@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Load benchmark of the public API: rights-by-id lookups over generated works
+# with a high-limit key (wrk), in the same run as the same load against a
+# minimal axum server answering a constant body of the same size: the ceiling
+# of this machine. Prints both rates, their ratio and the latency percentiles.
+#
+#   scripts/bench-api.sh [WORKS] [SECONDS] [CONNECTIONS]
+#
+# Defaults: 100,000 works, 20 s per measured run, 64 connections. wrk, the
+# service and the ceiling share the machine's cores. Nothing asserts on the
+# figures; they vary with the machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+works="${1:-100000}"
+seconds="${2:-20}"
+connections="${3:-64}"
+work_directory="$(mktemp -d "${TMPDIR:-/tmp}/api-bench.XXXXXX")"
+pids=()
+cleanup() {
+    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    rm -rf "$work_directory"
+}
+trap cleanup EXIT
+command -v wrk >/dev/null || { echo "wrk is required (Debian package wrk)" >&2; exit 1; }
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+wait_for() { for _ in $(seq 1 300); do curl -s -o /dev/null "$1" && return 0; sleep 0.1; done; echo "$1 did not answer" >&2; exit 1; }
+
+cargo build --release --quiet -p projector -p query-api --bins --example constant_body_server
+projector=target/release/projector
+query_api=target/release/query-api
+
+echo "generating and projecting $works works"
+"$projector" generate --works "$works" --seed 7 --events-per-segment 50000 --out "$work_directory/events" >/dev/null
+"$projector" run --source "file://$work_directory/events" --data-dir "$work_directory/data" --exit-when-caught-up >/dev/null
+export BENCH_API_KEY
+BENCH_API_KEY=$("$query_api" keys --data-dir "$work_directory/data" issue --partner "Load benchmark" \
+    --scopes rights:read --rate-limit 1000000000 2>/dev/null)
+export BENCH_WORKS="$works"
+
+api_port=$(free_port)
+RUST_LOG=warn "$query_api" serve --data-dir "$work_directory/data" --listen "127.0.0.1:$api_port" \
+    --admin-listen "127.0.0.1:$(free_port)" &
+pids+=($!)
+wait_for "http://127.0.0.1:$api_port/api/v1/public/v1/openapi.json"
+
+# The ceiling answers with a body as large as an average profile.
+size=$(python3 - "$api_port" "$works" <<'PY'
+import os, random, sys, urllib.request
+port, works = sys.argv[1], int(sys.argv[2])
+sizes = []
+for index in random.Random(7).sample(range(works), 200):
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/api/v1/public/v1/rights/LCC-{index:010d}",
+                                     headers={"x-api-key": os.environ["BENCH_API_KEY"]})
+    try:
+        sizes.append(len(urllib.request.urlopen(request).read()))
+    except urllib.error.HTTPError:
+        pass
+print(sum(sizes) // len(sizes))
+PY
+)
+ceiling_port=$(free_port)
+target/release/examples/constant_body_server "127.0.0.1:$ceiling_port" "$size" &
+pids+=($!)
+wait_for "http://127.0.0.1:$ceiling_port/"
+
+load() {
+    wrk --threads 2 --connections "$connections" --duration 3s --script scripts/bench/rights-lookups.lua "$1" >/dev/null
+    wrk --threads 2 --connections "$connections" --duration "${seconds}s" --latency \
+        --script scripts/bench/rights-lookups.lua "$1" >"$2"
+}
+echo "measuring the query API for ${seconds} s ($connections connections)"
+load "http://127.0.0.1:$api_port" "$work_directory/api.txt"
+echo "measuring the constant-body ceiling for ${seconds} s ($connections connections)"
+load "http://127.0.0.1:$ceiling_port" "$work_directory/ceiling.txt"
+
+python3 - "$work_directory" "$size" "$works" <<'PY'
+import re, sys
+directory, size, works = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+def read(name):
+    text = open(f"{directory}/{name}.txt").read()
+    rate = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
+    def percentile(p):
+        value, unit = re.search(rf"^\s+{p}%\s+([\d.]+)(us|ms|s)\s*$", text, re.M).groups()
+        return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
+    failed = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
+    requests = int(re.search(r"(\d+) requests in", text).group(1))
+    return rate, percentile(50), percentile(99), int(failed.group(1)) if failed else 0, requests
+api, ceiling = read("api"), read("ceiling")
+print(f"works: {works}, ceiling body: {size} bytes")
+for name, (rate, p50, p99, failed, requests) in (("query API", api), ("ceiling", ceiling)):
+    print(f"{name:>10}: {rate:>10,.0f} requests/s   p50 {p50:6.2f} ms   p99 {p99:6.2f} ms   "
+          f"non-2xx {failed} of {requests}")
+print(f"     ratio: {api[0] / ceiling[0]:.2f} (query API / ceiling)")
+PY
