@@ -24,6 +24,7 @@ async fn main() -> anyhow::Result<()> {
         async move { ([(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], body).into_response() }
     };
     let router = Router::new().fallback(answer);
-    let listener = tokio::net::TcpListener::bind(&address).await.with_context(|| format!("failed to bind {address}"))?;
+    let listener =
+        tokio::net::TcpListener::bind(&address).await.with_context(|| format!("failed to bind {address}"))?;
     axum::serve(listener, router).await.context("failed to serve")
 }
