@@ -1,5 +1,4 @@
-//! Opening SQLite connections with the settings the store relies on, and a
-//! small pool of reader connections.
+//! Opening SQLite connections with the settings the store relies on.
 //!
 //! WAL journaling lets any number of readers, in this process or another, read
 //! while one writer writes. `synchronous = NORMAL` keeps every committed
@@ -7,8 +6,7 @@
 //! power loss may drop the newest transactions, and since checkpoints commit
 //! with their documents the projector then replays exactly what was lost.
 
-use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::path::Path;
 use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
@@ -52,39 +50,4 @@ fn configure(connection: &Connection, cache_kib: i64) -> Result<(), StoreError> 
              PRAGMA temp_store = MEMORY;"
         ))
         .map_err(from_sqlite)
-}
-
-/// Reader connections to one database file, reused across calls.
-#[derive(Debug)]
-pub(super) struct ReaderPool {
-    path: PathBuf,
-    idle: Mutex<Vec<Connection>>,
-}
-
-/// Idle connections kept per file; more may be open while busy.
-const MAX_IDLE_READERS: usize = 16;
-
-impl ReaderPool {
-    pub(super) fn new(path: PathBuf) -> ReaderPool {
-        ReaderPool { path, idle: Mutex::new(Vec::new()) }
-    }
-
-    /// Runs `read` on an idle connection, opening one when none is idle.
-    pub(super) fn with<T>(&self, read: impl FnOnce(&Connection) -> Result<T, StoreError>) -> Result<T, StoreError> {
-        let pooled = self.idle.lock().unwrap_or_else(std::sync::PoisonError::into_inner).pop();
-        let connection = match pooled {
-            Some(connection) => connection,
-            None => open_reader(&self.path)?,
-        };
-        let result = read(&connection);
-        // A connection that failed for a reason other than the query may be
-        // broken (file replaced, disk gone): drop it rather than reuse it.
-        if !matches!(result, Err(StoreError::Unavailable(_))) {
-            let mut idle = self.idle.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            if idle.len() < MAX_IDLE_READERS {
-                idle.push(connection);
-            }
-        }
-        result
-    }
 }

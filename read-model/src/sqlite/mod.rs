@@ -12,6 +12,7 @@
 
 mod connections;
 mod errors;
+mod reader_pool;
 mod reads;
 mod schema;
 mod writes;
@@ -24,8 +25,9 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension};
 
-use self::connections::{ReaderPool, open_writer};
+use self::connections::open_writer;
 use self::errors::from_sqlite;
+use self::reader_pool::ReaderPool;
 use crate::documents::DocumentKind;
 use crate::identifiers::Audience;
 use crate::store::{
@@ -73,6 +75,7 @@ impl VersionFile {
             // Reopen on next use: the failure may have left the connection unusable.
             *slot = None;
         }
+        self.readers.note_write();
         result
     }
 }
@@ -160,7 +163,9 @@ impl SqliteStore {
         write: impl FnOnce(&mut Connection) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         let mut connection = self.inner.catalog_writer.lock().unwrap_or_else(PoisonError::into_inner);
-        write(&mut connection)
+        let result = write(&mut connection);
+        self.inner.catalog_readers.note_write();
+        result
     }
 }
 

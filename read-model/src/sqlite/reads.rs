@@ -1,5 +1,7 @@
 //! The SQL of every read: documents, provenance, indexes, bulk pages, and the
-//! projector's own state.
+//! projector's own state. Each function runs inside the read transaction of
+//! its pooled connection (see `reader_pool`), so all its statements see one
+//! snapshot.
 
 use std::collections::HashMap;
 
@@ -93,8 +95,6 @@ pub(super) fn aggregates(
     connection: &Connection,
     keys: &[AggregateKey],
 ) -> Result<HashMap<AggregateKey, StoredAggregate>, StoreError> {
-    // One read transaction for all keys: one snapshot, and one lock round trip instead of one per key.
-    let _snapshot = connection.unchecked_transaction().map_err(from_sqlite)?;
     let mut statement = connection
         .prepare_cached("SELECT version, state FROM aggregates WHERE topic = ?1 AND id = ?2")
         .map_err(from_sqlite)?;
@@ -117,7 +117,6 @@ pub(super) fn party_referrers(
     connection: &Connection,
     party_ids: &[String],
 ) -> Result<Vec<(String, PartyReferrer)>, StoreError> {
-    let _snapshot = connection.unchecked_transaction().map_err(from_sqlite)?;
     let mut statement = connection
         .prepare_cached("SELECT referrer_kind, referrer_id FROM party_references WHERE party_id = ?1")
         .map_err(from_sqlite)?;

@@ -1,0 +1,247 @@
+//! A pool of reader connections to one database file that keep their read
+//! snapshot for a few milliseconds.
+//!
+//! Every SQLite read transaction takes and releases file locks and checks the
+//! file (several system calls): for a point lookup that is more work than the
+//! lookup. So a pooled reader keeps its transaction open and serves further
+//! reads from the same snapshot, for at most [`SNAPSHOT_REUSE`], and never
+//! across a write made through this store in this process (each write bumps
+//! the pool's write generation, which a reader checks before it reads). A
+//! write by another process, such as the projector's, is therefore visible to
+//! readers here within [`SNAPSHOT_REUSE`]; a write by this process at once.
+//!
+//! An idle reader must not hold its snapshot for long: while it does, SQLite
+//! cannot checkpoint the write-ahead log past it. A sweeper thread ends the
+//! snapshots of idle readers once they are older than [`SNAPSHOT_REUSE`]; it
+//! runs only while some idle reader holds one and exits with the pool.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::{Duration, Instant};
+
+use rusqlite::Connection;
+
+use super::connections::open_reader;
+use super::errors::from_sqlite;
+use crate::store::StoreError;
+
+/// How long a reader serves reads from one snapshot.
+pub(super) const SNAPSHOT_REUSE: Duration = Duration::from_millis(10);
+
+/// Idle connections kept per file; more may be open while busy.
+const MAX_IDLE_READERS: usize = 16;
+
+/// Reader connections to one database file, reused across calls.
+#[derive(Debug)]
+pub(super) struct ReaderPool {
+    path: PathBuf,
+    shared: Arc<Shared>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    idle: Mutex<Vec<Reader>>,
+    /// Bumped after every write this process makes to the file.
+    write_generation: AtomicU64,
+    /// Wakes the sweeper when an idle reader holds a snapshot.
+    snapshot_parked: Condvar,
+    sweeper_running: AtomicBool,
+}
+
+#[derive(Debug)]
+struct Reader {
+    connection: Connection,
+    snapshot: Option<Snapshot>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Snapshot {
+    opened: Instant,
+    write_generation: u64,
+}
+
+impl Reader {
+    /// Ends the read transaction, if one is open.
+    fn end_snapshot(&mut self) -> Result<(), StoreError> {
+        if self.snapshot.take().is_some() && !self.connection.is_autocommit() {
+            self.connection.execute_batch("COMMIT").map_err(from_sqlite)?;
+        }
+        Ok(())
+    }
+
+    /// Whether the snapshot may serve a read now.
+    fn snapshot_is_fresh(&self, write_generation: u64) -> bool {
+        self.snapshot.is_some_and(|snapshot| {
+            snapshot.write_generation == write_generation && snapshot.opened.elapsed() < SNAPSHOT_REUSE
+        })
+    }
+}
+
+impl ReaderPool {
+    pub(super) fn new(path: PathBuf) -> ReaderPool {
+        let shared = Shared {
+            idle: Mutex::new(Vec::new()),
+            write_generation: AtomicU64::new(0),
+            snapshot_parked: Condvar::new(),
+            sweeper_running: AtomicBool::new(false),
+        };
+        ReaderPool { path, shared: Arc::new(shared) }
+    }
+
+    /// Tells the readers that this process committed a write to the file:
+    /// no read that starts after this returns is served from an older snapshot.
+    pub(super) fn note_write(&self) {
+        self.shared.write_generation.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Runs `read` on an idle reader (opening one when none is idle), in a
+    /// snapshot no older than [`SNAPSHOT_REUSE`] and no older than this
+    /// process's last write.
+    pub(super) fn with<T>(&self, read: impl FnOnce(&Connection) -> Result<T, StoreError>) -> Result<T, StoreError> {
+        // Read the generation before the snapshot starts, so a write that
+        // lands in between makes the snapshot look older, never newer.
+        let write_generation = self.shared.write_generation.load(Ordering::Acquire);
+        let pooled = self.shared.lock_idle().pop();
+        let mut reader = match pooled {
+            Some(reader) => reader,
+            None => Reader { connection: open_reader(&self.path)?, snapshot: None },
+        };
+        let result = (|| {
+            if !reader.snapshot_is_fresh(write_generation) {
+                reader.end_snapshot()?;
+                reader.connection.execute_batch("BEGIN").map_err(from_sqlite)?;
+                reader.snapshot = Some(Snapshot { opened: Instant::now(), write_generation });
+            }
+            read(&reader.connection)
+        })();
+        match &result {
+            // A connection that failed for a reason other than the query may be
+            // broken (file replaced, disk gone): drop it rather than reuse it.
+            Err(StoreError::Unavailable(_)) => {}
+            Err(_) => {
+                if reader.end_snapshot().is_ok() {
+                    self.park(reader);
+                }
+            }
+            Ok(_) => self.park(reader),
+        }
+        result
+    }
+
+    /// Returns a reader to the pool, waking the sweeper for its snapshot.
+    fn park(&self, reader: Reader) {
+        let holds_snapshot = reader.snapshot.is_some();
+        {
+            let mut idle = self.shared.lock_idle();
+            if idle.len() >= MAX_IDLE_READERS {
+                return;
+            }
+            idle.push(reader);
+        }
+        if holds_snapshot {
+            if !self.shared.sweeper_running.swap(true, Ordering::AcqRel) {
+                let shared = Arc::downgrade(&self.shared);
+                let spawned = std::thread::Builder::new()
+                    .name("sqlite-snapshot-sweeper".into())
+                    .spawn(move || sweep_idle_snapshots(&shared));
+                if spawned.is_err() {
+                    // Without a sweeper, idle readers must not keep snapshots.
+                    self.shared.sweeper_running.store(false, Ordering::Release);
+                    self.shared.lock_idle().iter_mut().for_each(|reader| drop(reader.end_snapshot()));
+                    return;
+                }
+            }
+            self.shared.snapshot_parked.notify_one();
+        }
+    }
+}
+
+impl Shared {
+    fn lock_idle(&self) -> MutexGuard<'_, Vec<Reader>> {
+        self.idle.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Ends idle readers' snapshots once they are older than [`SNAPSHOT_REUSE`].
+/// Holds the pool only while it waits a bounded time, so it notices within a
+/// second that the pool is gone, and exits.
+fn sweep_idle_snapshots(shared: &Weak<Shared>) {
+    const IDLE_WAIT: Duration = Duration::from_secs(1);
+    while let Some(shared) = shared.upgrade() {
+        let mut idle = shared.lock_idle();
+        let mut next_expiry: Option<Instant> = None;
+        idle.retain_mut(|reader| {
+            let Some(snapshot) = reader.snapshot else { return true };
+            let expires = snapshot.opened + SNAPSHOT_REUSE;
+            if expires > Instant::now() {
+                next_expiry = Some(next_expiry.map_or(expires, |earliest| earliest.min(expires)));
+                return true;
+            }
+            // A reader whose snapshot cannot be ended is closed instead.
+            reader.end_snapshot().is_ok()
+        });
+        let wait = next_expiry.map_or(IDLE_WAIT, |expires| expires.saturating_duration_since(Instant::now()));
+        let (guard, _) = shared.snapshot_parked.wait_timeout(idle, wait).unwrap_or_else(PoisonError::into_inner);
+        drop(guard);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file_with_one_row() -> (tempfile::TempDir, PathBuf, Connection) {
+        let directory = tempfile::tempdir().expect("tempdir");
+        let path = directory.path().join("pool.sqlite");
+        let writer = super::super::connections::open_writer(&path).expect("writer");
+        writer.execute_batch("CREATE TABLE t (v INTEGER); INSERT INTO t VALUES (1);").expect("setup");
+        (directory, path, writer)
+    }
+
+    fn count(pool: &ReaderPool) -> i64 {
+        pool.with(|connection| {
+            connection.query_row("SELECT count(*) FROM t", [], |row| row.get(0)).map_err(from_sqlite)
+        })
+        .expect("read")
+    }
+
+    #[test]
+    fn a_write_noted_by_this_process_is_seen_by_the_next_read() {
+        let (_directory, path, writer) = file_with_one_row();
+        let pool = ReaderPool::new(path);
+        assert_eq!(count(&pool), 1);
+        writer.execute("INSERT INTO t VALUES (2)", []).expect("insert");
+        pool.note_write();
+        assert_eq!(count(&pool), 2);
+    }
+
+    #[test]
+    fn a_write_by_another_connection_is_seen_once_the_snapshot_has_aged() {
+        let (_directory, path, writer) = file_with_one_row();
+        let pool = ReaderPool::new(path);
+        assert_eq!(count(&pool), 1);
+        // Not noted: as if another process wrote. The snapshot still serves
+        // within its reuse window, and not after it.
+        writer.execute("INSERT INTO t VALUES (2)", []).expect("insert");
+        std::thread::sleep(SNAPSHOT_REUSE * 2);
+        assert_eq!(count(&pool), 2);
+    }
+
+    #[test]
+    fn idle_snapshots_are_ended_so_the_log_can_be_checkpointed() {
+        let (_directory, path, writer) = file_with_one_row();
+        let pool = ReaderPool::new(path);
+        assert_eq!(count(&pool), 1);
+        assert!(pool.shared.lock_idle().iter().all(|reader| reader.snapshot.is_some()));
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while pool.shared.lock_idle().iter().any(|reader| !reader.connection.is_autocommit()) {
+            assert!(Instant::now() < deadline, "the sweeper did not end the idle snapshot");
+            std::thread::sleep(SNAPSHOT_REUSE);
+        }
+        // With no reader holding a snapshot, a truncating checkpoint completes.
+        writer.execute("INSERT INTO t VALUES (2)", []).expect("insert");
+        let busy: i64 = writer.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |row| row.get(0)).expect("checkpoint");
+        assert_eq!(busy, 0, "a reader still blocked the checkpoint");
+    }
+}
