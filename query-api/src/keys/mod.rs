@@ -127,8 +127,16 @@ pub fn sha256_hex(secret: &str) -> String {
     hex(&sha2::Sha256::digest(secret.as_bytes()))
 }
 
+/// Lower-case hexadecimal; on the path of every keyed request, so without
+/// per-byte formatting.
 pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut text = String::with_capacity(bytes.len() * 2);
+    for byte in bytes {
+        text.push(char::from(DIGITS[usize::from(byte >> 4)]));
+        text.push(char::from(DIGITS[usize::from(byte & 0x0f)]));
+    }
+    text
 }
 
 /// Random bytes from the operating system.
@@ -151,5 +159,11 @@ mod tests {
         assert_eq!(scopes.to_list(), "rights:read,bulk:read");
         assert!(Scopes::parse_list("rights:read,rights:write").is_err());
         assert_eq!(Scopes::all().iter().count(), 6);
+    }
+
+    #[test]
+    fn key_hashes_are_lower_case_hexadecimal_sha256() {
+        assert_eq!(hex(&[0x00, 0x0f, 0xa5, 0xff]), "000fa5ff");
+        assert_eq!(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
     }
 }

@@ -44,9 +44,11 @@ struct Shared {
     idle: Mutex<Vec<Reader>>,
     /// Bumped after every write this process makes to the file.
     write_generation: AtomicU64,
-    /// Wakes the sweeper when an idle reader holds a snapshot.
+    /// Wakes the sweeper when it sleeps because no idle reader held a snapshot.
     snapshot_parked: Condvar,
     sweeper_running: AtomicBool,
+    /// Set (under the `idle` lock) while the sweeper sleeps with nothing to sweep.
+    sweeper_sleeping: AtomicBool,
 }
 
 #[derive(Debug)]
@@ -85,6 +87,7 @@ impl ReaderPool {
             write_generation: AtomicU64::new(0),
             snapshot_parked: Condvar::new(),
             sweeper_running: AtomicBool::new(false),
+            sweeper_sleeping: AtomicBool::new(false),
         };
         ReaderPool { path, shared: Arc::new(shared) }
     }
@@ -152,7 +155,11 @@ impl ReaderPool {
                     return;
                 }
             }
-            self.shared.snapshot_parked.notify_one();
+            // While snapshots are parked the sweeper wakes on its own; it
+            // needs a signal only when it went to sleep with none.
+            if self.shared.sweeper_sleeping.swap(false, Ordering::AcqRel) {
+                self.shared.snapshot_parked.notify_one();
+            }
         }
     }
 }
@@ -181,7 +188,13 @@ fn sweep_idle_snapshots(shared: &Weak<Shared>) {
             // A reader whose snapshot cannot be ended is closed instead.
             reader.end_snapshot().is_ok()
         });
-        let wait = next_expiry.map_or(IDLE_WAIT, |expires| expires.saturating_duration_since(Instant::now()));
+        let wait = match next_expiry {
+            Some(expires) => expires.saturating_duration_since(Instant::now()),
+            None => {
+                shared.sweeper_sleeping.store(true, Ordering::Release);
+                IDLE_WAIT
+            }
+        };
         let (guard, _) = shared.snapshot_parked.wait_timeout(idle, wait).unwrap_or_else(PoisonError::into_inner);
         drop(guard);
     }

@@ -15,9 +15,20 @@ use crate::store::{
     AggregateKey, Body, BulkPage, Checkpoint, IdentifierKind, PartyReferrer, StoreError, StoredAggregate,
 };
 
+/// The point read of each document table (written out, so no lookup formats SQL).
+fn select_document(kind: DocumentKind) -> &'static str {
+    match kind {
+        DocumentKind::RightsProfile => "SELECT body FROM rights_profiles WHERE id = ?1",
+        DocumentKind::Verification => "SELECT body FROM verification_inputs WHERE id = ?1",
+        DocumentKind::Metadata => "SELECT body FROM dublin_core_records WHERE id = ?1",
+        DocumentKind::Evidence => "SELECT body FROM evidence_inputs WHERE id = ?1",
+        DocumentKind::LicenseStatus => "SELECT body FROM license_statuses WHERE id = ?1",
+    }
+}
+
 pub(super) fn document(connection: &Connection, kind: DocumentKind, key: &str) -> Result<Option<Body>, StoreError> {
     connection
-        .prepare_cached(&format!("SELECT body FROM {} WHERE id = ?1", kind.table()))
+        .prepare_cached(select_document(kind))
         .and_then(|mut statement| statement.query_row([key], |row| row.get(0)).optional())
         .map_err(from_sqlite)
 }
@@ -157,4 +168,16 @@ pub(super) fn checkpoints(connection: &Connection, source: &str) -> Result<Vec<C
         })
         .map_err(from_sqlite)?;
     rows.collect::<Result<_, _>>().map_err(from_sqlite)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_document_read_names_its_own_table() {
+        for kind in DocumentKind::ALL {
+            assert_eq!(select_document(kind), format!("SELECT body FROM {} WHERE id = ?1", kind.table()));
+        }
+    }
 }
