@@ -6,9 +6,11 @@
 #
 #   scripts/bench-api.sh [WORKS] [SECONDS] [CONNECTIONS]
 #
-# Defaults: 100,000 works, 20 s per measured run, 64 connections. wrk, the
-# service and the ceiling share the machine's cores. Nothing asserts on the
-# figures; they vary with the machine.
+# Defaults: 100,000 works, 3 rounds of 20 s per server, 64 connections. The
+# two servers are measured in alternation (API, ceiling, API, ...) and the
+# median round of each is reported, because back-to-back runs on these
+# machines vary by up to 30%. wrk, the service and the ceiling share the
+# machine's cores. Nothing asserts on the figures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -65,19 +67,24 @@ pids+=($!)
 wait_for "http://127.0.0.1:$ceiling_port/"
 
 load() {
-    wrk --threads 2 --connections "$connections" --duration 3s --script scripts/bench/rights-lookups.lua "$1" >/dev/null
     wrk --threads 2 --connections "$connections" --duration "${seconds}s" --latency \
         --script scripts/bench/rights-lookups.lua "$1" >"$2"
 }
-echo "measuring the query API for ${seconds} s ($connections connections)"
-load "http://127.0.0.1:$api_port" "$work_directory/api.txt"
-echo "measuring the constant-body ceiling for ${seconds} s ($connections connections)"
-load "http://127.0.0.1:$ceiling_port" "$work_directory/ceiling.txt"
+# Warm both (page cache, memory maps, connections) before measuring.
+for port in "$api_port" "$ceiling_port"; do
+    wrk --threads 2 --connections "$connections" --duration 5s --script scripts/bench/rights-lookups.lua \
+        "http://127.0.0.1:$port" >/dev/null
+done
+for round in 1 2 3; do
+    echo "round $round: query API, then ceiling, ${seconds} s each ($connections connections)"
+    load "http://127.0.0.1:$api_port" "$work_directory/api-$round.txt"
+    load "http://127.0.0.1:$ceiling_port" "$work_directory/ceiling-$round.txt"
+done
 
 python3 - "$work_directory" "$size" "$works" <<'PY'
 import re, sys
 directory, size, works = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-def read(name):
+def read_round(name):
     text = open(f"{directory}/{name}.txt").read()
     rate = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
     def percentile(p):
@@ -86,8 +93,12 @@ def read(name):
     failed = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
     requests = int(re.search(r"(\d+) requests in", text).group(1))
     return rate, percentile(50), percentile(99), int(failed.group(1)) if failed else 0, requests
-api, ceiling = read("api"), read("ceiling")
-print(f"works: {works}, ceiling body: {size} bytes")
+def median_round(name):
+    rounds = sorted((read_round(f"{name}-{round}") for round in (1, 2, 3)), key=lambda result: result[0])
+    print(f"{name:>8} rounds: " + ", ".join(f"{result[0]:,.0f}/s" for result in rounds))
+    return rounds[1]
+api, ceiling = median_round("api"), median_round("ceiling")
+print(f"works: {works}, ceiling body: {size} bytes; median round of each:")
 for name, (rate, p50, p99, failed, requests) in (("query API", api), ("ceiling", ceiling)):
     print(f"{name:>10}: {rate:>10,.0f} requests/s   p50 {p50:6.2f} ms   p99 {p99:6.2f} ms   "
           f"non-2xx {failed} of {requests}")
