@@ -44,10 +44,13 @@ impl RateDecision {
     }
 }
 
+/// A client's limiter and the per-minute limit it was made for.
+type ClientLimiter = (u32, Arc<Limiter>);
+
 /// All clients' limiters.
 #[derive(Debug, Default)]
 pub struct RateLimits {
-    limiters: Mutex<HashMap<(String, u32), Arc<Limiter>>>,
+    limiters: Mutex<HashMap<Box<str>, ClientLimiter>>,
 }
 
 impl RateLimits {
@@ -56,14 +59,19 @@ impl RateLimits {
         let per_minute = NonZeroU32::new(per_minute).unwrap_or(NonZeroU32::MIN);
         let limiter = {
             let mut limiters = self.limiters.lock().unwrap_or_else(PoisonError::into_inner);
-            if limiters.len() >= MAX_TRACKED_CLIENTS {
-                limiters.clear();
+            match limiters.get(client) {
+                // The common case allocates nothing: the client is known at this limit.
+                Some((limit, limiter)) if *limit == per_minute.get() => Arc::clone(limiter),
+                // New client, or its key's limit changed: a fresh quota.
+                _ => {
+                    if limiters.len() >= MAX_TRACKED_CLIENTS {
+                        limiters.clear();
+                    }
+                    let limiter = Arc::new(RateLimiter::direct(Quota::per_minute(per_minute)).with_middleware());
+                    limiters.insert(client.into(), (per_minute.get(), Arc::clone(&limiter)));
+                    limiter
+                }
             }
-            Arc::clone(
-                limiters
-                    .entry((client.to_owned(), per_minute.get()))
-                    .or_insert_with(|| Arc::new(RateLimiter::direct(Quota::per_minute(per_minute)).with_middleware())),
-            )
         };
         let limit = per_minute.get();
         // Seconds per request of quota, as a fraction.
@@ -100,6 +108,7 @@ mod tests {
         assert!(refused.retry_after.is_some_and(|seconds| (1..=12).contains(&seconds)), "{refused:?}");
         assert!(refused.reset_seconds >= 48 && refused.reset_seconds <= 61, "{refused:?}");
         assert_eq!(limits.check("other", 5).remaining, 4, "clients are independent");
+        assert_eq!(limits.check("key", 6).remaining, 5, "a changed limit starts a fresh quota");
     }
 
     #[test]
