@@ -175,6 +175,12 @@ impl Shared {
 /// second that the pool is gone, and exits.
 fn sweep_idle_snapshots(shared: &Weak<Shared>) {
     const IDLE_WAIT: Duration = Duration::from_secs(1);
+    // Under load the idle list is often empty for a moment (every reader
+    // checked out). Sleeping then would make the next park wake the sweeper,
+    // a cross-thread wake-up per request; so it keeps its own pace for this
+    // many empty sweeps before it sleeps until woken.
+    const EMPTY_SWEEPS_BEFORE_SLEEP: u32 = 100;
+    let mut empty_sweeps = 0;
     while let Some(shared) = shared.upgrade() {
         let mut idle = shared.lock_idle();
         let mut next_expiry: Option<Instant> = None;
@@ -189,7 +195,14 @@ fn sweep_idle_snapshots(shared: &Weak<Shared>) {
             reader.end_snapshot().is_ok()
         });
         let wait = match next_expiry {
-            Some(expires) => expires.saturating_duration_since(Instant::now()),
+            Some(expires) => {
+                empty_sweeps = 0;
+                expires.saturating_duration_since(Instant::now())
+            }
+            None if empty_sweeps < EMPTY_SWEEPS_BEFORE_SLEEP => {
+                empty_sweeps += 1;
+                SNAPSHOT_REUSE
+            }
             None => {
                 shared.sweeper_sleeping.store(true, Ordering::Release);
                 IDLE_WAIT
