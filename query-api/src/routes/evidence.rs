@@ -15,9 +15,8 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::parameters::{PathParameters, WorkPath};
-use super::{decode, json_of};
+use super::{decode, json_of, work_document};
 use crate::app::App;
-use crate::errors::ApiError;
 use crate::keys::Scope;
 
 /// The answer of `GET /rights/{lccId}/evidence`.
@@ -102,11 +101,7 @@ pub async fn evidence(
         Err(refused) => return refused,
     };
     let result = async {
-        let body = app
-            .store
-            .document(DocumentKind::Evidence, &lcc_id)
-            .await?
-            .ok_or_else(|| ApiError::NotFound(format!("no work {lcc_id}")))?;
+        let body = work_document(&app, DocumentKind::Evidence, &lcc_id).await?;
         let inputs: EvidenceInputs = decode(&body)?;
         let now = Timestamp::now();
         let package = EvidencePackage {

@@ -13,9 +13,8 @@ use serde_json::value::RawValue;
 use utoipa::ToSchema;
 
 use super::parameters::{PathParameters, WorkPath};
-use super::{decode, json, json_of, stored_json_list};
+use super::{decode, json, json_of, stored_json_list, work_document};
 use crate::app::App;
-use crate::errors::ApiError;
 use crate::keys::Scope;
 
 fn wants_xml(headers: &HeaderMap) -> bool {
@@ -94,11 +93,7 @@ pub async fn metadata(
         Err(refused) => return refused,
     };
     let result = async {
-        let body = app
-            .store
-            .document(DocumentKind::Metadata, &lcc_id)
-            .await?
-            .ok_or_else(|| ApiError::NotFound(format!("no work {lcc_id}")))?;
+        let body = work_document(&app, DocumentKind::Metadata, &lcc_id).await?;
         if !wants_xml(&headers) {
             return Ok(json(StatusCode::OK, body));
         }
@@ -135,9 +130,7 @@ pub async fn provenance(
         Err(refused) => return refused,
     };
     let result = async {
-        if app.store.document(DocumentKind::RightsProfile, &lcc_id).await?.is_none() {
-            return Err(ApiError::NotFound(format!("no work {lcc_id}")));
-        }
+        work_document(&app, DocumentKind::RightsProfile, &lcc_id).await?;
         let entries = stored_json_list(app.store.provenance(&lcc_id).await?)?;
         json_of(StatusCode::OK, &Provenance { lcc_id, entries })
     };

@@ -26,6 +26,7 @@ use axum::Router;
 use axum::extract::{ConnectInfo, DefaultBodyLimit, Request};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use read_model::{Body, DocumentKind};
 use serde_json::value::RawValue;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -97,6 +98,11 @@ pub(crate) fn stored_json(body: Vec<u8>) -> Result<Box<RawValue>, ApiError> {
 /// Every stored document of a list, as [`stored_json`].
 pub(crate) fn stored_json_list(bodies: Vec<Vec<u8>>) -> Result<Vec<Box<RawValue>>, ApiError> {
     bodies.into_iter().map(stored_json).collect()
+}
+
+/// The stored document of `kind` for the work `lcc_id`; 404 when there is none.
+pub(crate) async fn work_document(app: &App, kind: DocumentKind, lcc_id: &str) -> Result<Body, ApiError> {
+    app.store.document(kind, lcc_id).await?.ok_or_else(|| ApiError::NotFound(format!("no work {lcc_id}")))
 }
 
 /// Serializes a response document.

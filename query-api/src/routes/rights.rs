@@ -13,7 +13,7 @@ use serde_json::value::RawValue;
 use utoipa::ToSchema;
 
 use super::parameters::{IdentifierQuery, PathParameters, QueryParameters, WorkPath};
-use super::{json, json_of, stored_json_list};
+use super::{json, json_of, stored_json_list, work_document};
 use crate::app::App;
 use crate::errors::ApiError;
 use crate::keys::Scope;
@@ -57,10 +57,7 @@ pub async fn rights_by_id(
         Ok(granted) => granted,
         Err(refused) => return refused,
     };
-    let result = async {
-        let body = app.store.document(DocumentKind::RightsProfile, &lcc_id).await?;
-        body.map(|body| json(StatusCode::OK, body)).ok_or_else(|| ApiError::NotFound(format!("no work {lcc_id}")))
-    };
+    let result = async { Ok(json(StatusCode::OK, work_document(&app, DocumentKind::RightsProfile, &lcc_id).await?)) };
     granted.respond(result.await)
 }
 

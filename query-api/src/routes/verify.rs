@@ -13,7 +13,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::parameters::{PathParameters, QueryParameters, VerifyQuery, WorkPath};
-use super::{decode, json_of};
+use super::{decode, json_of, work_document};
 use crate::app::App;
 use crate::errors::ApiError;
 use crate::keys::Scope;
@@ -140,11 +140,7 @@ pub async fn verify(
                 }
             })
             .transpose()?;
-        let body = app
-            .store
-            .document(DocumentKind::Verification, &lcc_id)
-            .await?
-            .ok_or_else(|| ApiError::NotFound(format!("no work {lcc_id}")))?;
+        let body = work_document(&app, DocumentKind::Verification, &lcc_id).await?;
         let inputs: VerificationInputs = decode(&body)?;
         let today = Date::of(Timestamp::now());
         let checks = checks(&inputs, today, file_sha256.as_deref());
