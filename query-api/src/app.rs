@@ -2,8 +2,9 @@
 //! endpoint runs first: key, then quota, then scope, then audience, all
 //! before any store read.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
+use axum::body::Bytes;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use read_model::DocumentReads;
@@ -43,6 +44,9 @@ pub struct App {
     pub rate_limits: RateLimits,
     pub settings: Settings,
     pub metrics: Arc<crate::metrics::Metrics>,
+    /// The served OpenAPI document, serialized by `routes::router` the first
+    /// time it builds the router for this state (it depends on the settings).
+    pub openapi_document: OnceLock<Bytes>,
 }
 
 impl std::fmt::Debug for App {

@@ -69,6 +69,7 @@ impl ServeConfig {
                 default_rate_limit: self.default_rate_limit,
                 bulk_max_limit: self.bulk_max_limit,
             },
+            openapi_document: Default::default(),
         }))
     }
 }

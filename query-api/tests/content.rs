@@ -219,6 +219,7 @@ async fn a_store_without_an_active_model_answers_503_and_recovers_without_restar
         rate_limits: Default::default(),
         settings: service.app.settings.clone(),
         metrics: Arc::clone(&service.app.metrics),
+        openapi_document: Default::default(),
     });
     let get = |app: Arc<query_api::app::App>, key: String| async move {
         let request =

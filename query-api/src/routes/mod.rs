@@ -56,7 +56,7 @@ fn described_endpoints() -> OpenApiRouter<Arc<App>> {
 /// Builds the public router.
 pub fn router(app: Arc<App>) -> Router {
     let (api, description) = described_endpoints().split_for_parts();
-    let description = openapi::complete(description, &app.settings);
+    app.openapi_document.get_or_init(|| openapi::serialize(&openapi::complete(description, &app.settings)));
     let api = api.method_not_allowed_fallback(method_not_allowed);
     let metrics = Arc::clone(&app.metrics);
     let mut router = Router::new().nest(BASE_PATH, api);
@@ -65,7 +65,6 @@ pub fn router(app: Arc<App>) -> Router {
     }
     router
         .fallback(unknown_route)
-        .layer(axum::Extension(openapi::ServedDocument::new(&description)))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(axum::middleware::from_fn_with_state(metrics, crate::metrics::track))
         .with_state(app)

@@ -95,12 +95,13 @@ struct Description;
 )]
 pub async fn openapi_json(
     State(app): State<Arc<App>>,
-    Extension(document): Extension<ServedDocument>,
     connect_info: Option<Extension<ConnectInfo<SocketAddr>>>,
 ) -> Response {
     match app.limit_anonymous(&client_address(connect_info.as_ref().map(|Extension(info)| info))) {
         Ok(rate) => {
-            let mut response = (StatusCode::OK, document.0).into_response();
+            // `router` serialized the document before it could serve this route.
+            let document = app.openapi_document.get().cloned().unwrap_or_default();
+            let mut response = (StatusCode::OK, document).into_response();
             response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
             with_rate_headers(response, &rate)
         }
@@ -108,15 +109,10 @@ pub async fn openapi_json(
     }
 }
 
-/// The finished document, serialized once when the router is built.
-#[derive(Debug, Clone)]
-pub struct ServedDocument(Bytes);
-
-impl ServedDocument {
-    pub fn new(document: &utoipa::openapi::OpenApi) -> ServedDocument {
-        // Serializing a document built from typed parts cannot fail.
-        ServedDocument(Bytes::from(serde_json::to_vec(document).unwrap_or_default()))
-    }
+/// The finished document as served.
+pub fn serialize(document: &utoipa::openapi::OpenApi) -> Bytes {
+    // Serializing a document built from typed parts cannot fail.
+    Bytes::from(serde_json::to_vec(document).unwrap_or_default())
 }
 
 /// The paths the handlers describe, completed into the served document.

@@ -60,6 +60,7 @@ fn app(store: &SqliteStore, production_keys: Arc<KeyStore>, environment: Environ
             default_rate_limit: 60,
             bulk_max_limit: 1_000,
         },
+        openapi_document: Default::default(),
     })
 }
 
