@@ -318,14 +318,20 @@ impl Drop for RunningService {
     }
 }
 
-/// Issues a production key with every scope through the operator command.
-pub fn issue_production_key(data: &Path, rate_limit: u32) -> String {
+/// Every scope of the specification.
+pub const ALL_SCOPES: [&str; 6] =
+    ["rights:read", "rights:verify", "licenses:read", "metadata:read", "bulk:read", "evidence:read"];
+
+/// Issues a production key through the operator command. A running service
+/// picks up new keys on its next reload of the key store (every few seconds),
+/// so tests issue theirs before it starts.
+pub fn issue_production_key(data: &Path, scopes: &[&str], rate_limit: u32) -> String {
     let output = Command::new(binary("query-api"))
         .arg("keys")
         .arg("--data-dir")
         .arg(data)
-        .args(["issue", "--partner", "End-to-end tests", "--rate-limit", &rate_limit.to_string(), "--scopes"])
-        .arg("rights:read,rights:verify,licenses:read,metadata:read,bulk:read,evidence:read")
+        .args(["issue", "--partner", "End-to-end tests", "--rate-limit", &rate_limit.to_string()])
+        .args(["--scopes", &scopes.join(",")])
         .output()
         .expect("query-api keys issue runs");
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));

@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use end_to_end_tests::{RunningService, issue_production_key, project};
+use end_to_end_tests::{ALL_SCOPES, RunningService, issue_production_key, project};
 use projector::generate::{GenerateOptions, generate};
 
 /// Every keyed endpoint (production ids, except the sandbox license) with its scope.
@@ -23,24 +23,6 @@ const ENDPOINTS: [(&str, &str); 8] = [
     ("/rights?isrc=ZZZZZ0000000", "rights:read"),
 ];
 
-const SCOPES: [&str; 6] =
-    ["rights:read", "rights:verify", "licenses:read", "metadata:read", "bulk:read", "evidence:read"];
-
-/// Issues a production key with `scopes` through the operator command. Keys
-/// are issued before the service starts: a running service picks up new keys
-/// on its next reload of the key store (every few seconds).
-fn key_with(data: &Path, scopes: &[&str], rate_limit: u32) -> String {
-    let output = std::process::Command::new(end_to_end_tests::binary("query-api"))
-        .arg("keys")
-        .arg("--data-dir")
-        .arg(data)
-        .args(["issue", "--partner", "Scoped", "--rate-limit", &rate_limit.to_string(), "--scopes", &scopes.join(",")])
-        .output()
-        .expect("query-api keys issue runs");
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    String::from_utf8(output.stdout).expect("utf-8").lines().next().expect("key").trim().to_owned()
-}
-
 /// The service over the sandbox fixtures and 60 generated production works,
 /// with a key of every scope and the keys `issue` makes.
 fn start_with_production_works(issue: impl FnOnce(&Path) -> Vec<String>) -> (RunningService, String, Vec<String>) {
@@ -51,7 +33,7 @@ fn start_with_production_works(issue: impl FnOnce(&Path) -> Vec<String>) -> (Run
         let options = GenerateOptions { works: 60, seed: 31, events_per_segment: 10_000, sandbox: false };
         generate(&options, &events).expect("generate");
         project(&events, data, 1_000);
-        full_key = issue_production_key(data, 1_000_000);
+        full_key = issue_production_key(data, &ALL_SCOPES, 1_000_000);
         keys = issue(data);
     });
     (service, full_key, keys)
@@ -72,7 +54,11 @@ fn every_keyed_endpoint_enforces_key_scope_and_audience_in_the_real_service() {
         ENDPOINTS
             .iter()
             .map(|(_, scope)| {
-                key_with(data, &SCOPES.into_iter().filter(|other| other != scope).collect::<Vec<_>>(), 1_000)
+                issue_production_key(
+                    data,
+                    &ALL_SCOPES.into_iter().filter(|other| other != scope).collect::<Vec<_>>(),
+                    1_000,
+                )
             })
             .collect()
     });
@@ -122,7 +108,7 @@ fn every_keyed_endpoint_enforces_key_scope_and_audience_in_the_real_service() {
 
 #[test]
 fn the_rate_limit_allows_exactly_its_count_with_headers_then_answers_429() {
-    let (service, _, keys) = start_with_production_works(|data| vec![key_with(data, &["rights:read"], 5)]);
+    let (service, _, keys) = start_with_production_works(|data| vec![issue_production_key(data, &["rights:read"], 5)]);
     let key = &keys[0];
     for remaining in (0..5).rev() {
         let (status, headers, body) = service.request("GET", "/rights/LCC-0000000002", &[("x-api-key", key)], "");

@@ -10,7 +10,8 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use end_to_end_tests::{
-    BASE_PATH, RunningService, external_check, external_tool_available, issue_production_key, workspace_root,
+    ALL_SCOPES, BASE_PATH, RunningService, external_check, external_tool_available, issue_production_key,
+    workspace_root,
 };
 
 /// Where tests keep what a person may want to look at after a run.
@@ -62,7 +63,7 @@ fn schemathesis_finds_no_server_error_and_no_answer_that_contradicts_the_documen
     }
     let mut production_key = String::new();
     let service = RunningService::start(&[("LCC_DEFAULT_RATE_LIMIT", "1000000")], |data| {
-        production_key = issue_production_key(data, 1_000_000);
+        production_key = issue_production_key(data, &ALL_SCOPES, 1_000_000);
     });
     schemathesis(&service, &production_key, "20261121");
     let sandbox_key = service.register_sandbox_key();
