@@ -14,10 +14,8 @@ use std::sync::Arc;
 
 use apache_avro::Reader;
 
-use super::{Position, Rejection, SourcedEvent};
+use super::{Position, Rejection, SourcedEvent, event_from_value};
 use crate::contract::{Contract, Topic};
-use crate::events::decode::decode_event;
-use crate::events::validate::validate;
 use crate::resolution::Resolver;
 
 /// A directory of Avro container files.
@@ -99,7 +97,7 @@ impl FileSource {
                 continue;
             }
             let (outcome, stop) = match record {
-                Ok(value) => (self.decode(topic, resolver.as_ref(), value), false),
+                Ok(value) => (self.event_from_value(topic, resolver.as_ref(), value), false),
                 Err(error) => {
                     (Err(Rejection::unidentified(format!("unreadable from this record on: {error}"), topic)), true)
                 }
@@ -113,7 +111,7 @@ impl FileSource {
         offset
     }
 
-    fn decode(
+    fn event_from_value(
         &self,
         topic: Option<Topic>,
         resolver: Option<&Result<Resolver, String>>,
@@ -123,10 +121,6 @@ impl FileSource {
             return Err(Rejection::unidentified("the writer schema names no topic of the contract".into(), None));
         };
         let resolver = resolver.as_ref().map_err(|error| Rejection::unidentified(error.clone(), Some(topic)))?;
-        let value = resolver.resolve(value).map_err(|error| Rejection::unidentified(error, Some(topic)))?;
-        let event = decode_event(&self.contract, topic, &value)
-            .map_err(|error| Rejection::unidentified(format!("undecodable: {error}"), Some(topic)))?;
-        let snapshot = Rejection::of(&event, String::new());
-        validate(event).map_err(|reason| Rejection { reason: format!("invalid: {reason}"), ..snapshot })
+        event_from_value(&self.contract, topic, resolver, value)
     }
 }

@@ -5,8 +5,15 @@
 
 pub mod file;
 
-use crate::contract::Topic;
+pub mod wire;
+
+use apache_avro::types::Value;
+
+use crate::contract::{Contract, Topic};
 use crate::events::Event;
+use crate::events::decode::decode_event;
+use crate::events::validate::validate;
+use crate::resolution::Resolver;
 
 /// Where an event sits in its source.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -50,4 +57,18 @@ impl Rejection {
             aggregate_id: Some(event.envelope.aggregate_id.clone()),
         }
     }
+}
+
+/// Resolves a value written on `topic` to the contract, decodes it and validates it.
+pub fn event_from_value(
+    contract: &Contract,
+    topic: Topic,
+    resolver: &Resolver,
+    value: Value,
+) -> Result<Event, Rejection> {
+    let value = resolver.resolve(value).map_err(|error| Rejection::unidentified(error, Some(topic)))?;
+    let event = decode_event(contract, topic, &value)
+        .map_err(|error| Rejection::unidentified(format!("undecodable: {error}"), Some(topic)))?;
+    let snapshot = Rejection::of(&event, String::new());
+    validate(event).map_err(|reason| Rejection { reason: format!("invalid: {reason}"), ..snapshot })
 }
