@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use read_model::calendar::Timestamp;
 use serde::{Deserialize, Serialize};
 
+use crate::runner::{DeadLetterSink, ParkedEvent};
 use crate::source::{Position, Rejection};
 
 /// One parked event, as written to the file.
@@ -109,6 +110,14 @@ impl DeadLetterFile {
     pub fn read_all(path: &Path) -> std::io::Result<Vec<DeadLetter>> {
         let reader = BufReader::new(File::open(path)?);
         reader.lines().map(|line| serde_json::from_str(&line?).map_err(std::io::Error::other)).collect()
+    }
+}
+
+impl DeadLetterSink for DeadLetterFile {
+    fn park(&mut self, source: &str, events: &[ParkedEvent]) -> anyhow::Result<usize> {
+        let events: Vec<(Position, Rejection)> =
+            events.iter().map(|event| (event.position.clone(), event.rejection.clone())).collect();
+        Ok(DeadLetterFile::park(self, source, &events)?)
     }
 }
 

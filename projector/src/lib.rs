@@ -14,6 +14,8 @@ pub mod contract;
 pub mod dead_letter;
 pub mod events;
 pub mod generate;
+pub mod metrics;
+pub mod progress;
 pub mod projection;
 pub mod resolution;
 pub mod runner;

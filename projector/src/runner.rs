@@ -1,7 +1,11 @@
 //! The projection loop: read events, cut them into batches, project each
 //! batch, park what cannot be used, and write the batch atomically.
 //!
-//! Three things overlap: the file source decodes on a thread of its own and
+//! A batch is written when it is full, when it has waited its linger time,
+//! when the source has caught up, or at a barrier (a Kafka rebalance), after
+//! which the loop answers with the store's checkpoints.
+//!
+//! Three things overlap: a source decodes on a thread of its own and
 //! hands events over through a bounded channel; batch N is written to the
 //! store while batch N+1 is projected, with batch N's changes overlaid on the
 //! store's last committed state; at most one batch is in flight, and batches
@@ -13,25 +17,29 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use read_model::{ModelVersion, Store, StoreError, WriteBatch};
+use read_model::calendar::Timestamp;
+use read_model::{Checkpoint, ModelVersion, Store, StoreError, WriteBatch};
 use tokio::sync::mpsc;
 
 use crate::dead_letter::DeadLetterFile;
 use crate::projection::batch::{BatchOutcome, project_batch};
-use crate::source::SourcedEvent;
 use crate::source::file::FileSource;
+use crate::source::{OriginalMessage, Position, Rejection, SourcedEvent};
 
 /// How the loop runs.
 #[derive(Debug, Clone)]
 pub struct RunOptions {
     /// Events per batch (one store transaction).
     pub batch_size: usize,
-    /// Stop once every file has been read, instead of watching for new ones.
+    /// The longest a started batch waits for more events before it is written.
+    pub linger: Duration,
+    /// Stop once the source has caught up, instead of following it.
     pub exit_when_caught_up: bool,
-    /// How often to look for new files when following.
+    /// How often the file source looks for new files when following.
     pub poll_interval: Duration,
 }
 
@@ -45,13 +53,69 @@ pub struct RunTotals {
     pub batches: u64,
 }
 
+/// What a source hands to the loop, in order.
 // Events cross the channel by value: boxing each would cost an allocation per event.
 #[allow(clippy::large_enum_variant)]
-enum Message {
+#[derive(Debug)]
+pub enum SourceMessage {
     Event(SourcedEvent),
-    /// Every file present has been read.
+    /// Everything the source holds now has been sent.
     CaughtUp,
     Failed(String),
+    /// Write everything sent before this message, then answer with the
+    /// store's checkpoints of this source. Sent when partitions are revoked
+    /// (so they are released fully written) and when partitions are assigned
+    /// (so they resume from the store, not from Kafka's committed offsets).
+    Barrier(std::sync::mpsc::SyncSender<Result<Vec<Checkpoint>, String>>),
+}
+
+/// A running source: its reader thread, the channel it sends on, and how to stop it.
+#[derive(Debug)]
+pub struct SourceFeed {
+    /// The id under which the source's checkpoints are stored.
+    pub source_id: String,
+    pub receiver: mpsc::Receiver<SourceMessage>,
+    /// Set to ask the reader to stop; it then ends and closes the channel.
+    pub stop: Arc<AtomicBool>,
+    pub reader: std::thread::JoinHandle<()>,
+}
+
+/// One parked event, with the original message when the source keeps it.
+#[derive(Debug, Clone)]
+pub struct ParkedEvent {
+    pub position: Position,
+    pub rejection: Rejection,
+    pub original: Option<Arc<OriginalMessage>>,
+}
+
+/// Where parked events go: a file or a dead-letter topic.
+pub trait DeadLetterSink: Send {
+    /// Parks the events durably before their batch commits. Returns how many were new.
+    fn park(&mut self, source: &str, events: &[ParkedEvent]) -> anyhow::Result<usize>;
+}
+
+/// Told about every committed batch: Kafka's advisory commit, metrics.
+pub trait BatchObserver: Send + Sync + std::fmt::Debug {
+    fn batch_committed(&self, committed: &CommittedBatch<'_>);
+}
+
+/// A batch that has been written, checkpoints included.
+#[derive(Debug)]
+pub struct CommittedBatch<'a> {
+    pub checkpoints: &'a [Checkpoint],
+    /// The recorded-at time of the last applied event per (stream, partition).
+    pub last_recorded_at: &'a [(String, i32, Timestamp)],
+    pub totals: RunTotals,
+    /// From the batch's first event to its commit.
+    pub latency: Duration,
+}
+
+/// Observes nothing.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoObserver;
+
+impl BatchObserver for NoObserver {
+    fn batch_committed(&self, _: &CommittedBatch<'_>) {}
 }
 
 /// Projects a file source into `version` until caught up (when asked) or until `shutdown` resolves.
@@ -59,63 +123,103 @@ pub async fn run_file_source(
     store: Arc<dyn Store>,
     version: ModelVersion,
     source: FileSource,
-    mut dead_letters: DeadLetterFile,
+    dead_letters: DeadLetterFile,
     options: RunOptions,
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<RunTotals> {
-    let checkpoints: HashMap<String, i64> = store
+    let checkpoints = store
         .checkpoints(version, source.source_id())
         .await
         .context("failed to read checkpoints")?
         .into_iter()
         .map(|checkpoint| (checkpoint.stream, checkpoint.next_offset))
         .collect();
-    let source_id = source.source_id().to_owned();
-    // One batch of decoded events waits while the current one is projected.
-    let (sender, mut receiver) = mpsc::channel(options.batch_size.max(1));
-    let reader_options = options.clone();
-    let reader = std::thread::Builder::new()
-        .name("file-source".into())
-        .spawn(move || read_files(&source, checkpoints, &sender, &reader_options))
-        .context("failed to start the file reader")?;
+    let feed = start_file_reader(source, checkpoints, &options)?;
+    run(store, version, feed, Box::new(dead_letters), Arc::new(NoObserver), options, shutdown).await
+}
 
+/// Projects what `feed` sends into `version` until the feed ends, it caught
+/// up (when asked), or `shutdown` resolves. On shutdown the reader is asked
+/// to stop, and everything it sent before stopping is written.
+pub async fn run(
+    store: Arc<dyn Store>,
+    version: ModelVersion,
+    feed: SourceFeed,
+    mut dead_letters: Box<dyn DeadLetterSink>,
+    observer: Arc<dyn BatchObserver>,
+    options: RunOptions,
+    shutdown: impl Future<Output = ()>,
+) -> anyhow::Result<RunTotals> {
+    let SourceFeed { source_id, mut receiver, stop, reader } = feed;
     tokio::pin!(shutdown);
+    let mut stopping = false;
     let mut totals = RunTotals::default();
     let started = Instant::now();
     let mut batch = Vec::with_capacity(options.batch_size);
+    let mut batch_started = Instant::now();
     let mut in_flight: Option<InFlight> = None;
     loop {
-        let message = tokio::select! {
+        let linger_deadline = tokio::time::Instant::from_std(batch_started + options.linger);
+        let step = tokio::select! {
             biased;
-            () = &mut shutdown => {
-                tracing::info!("shutdown requested: writing the current batch");
-                None
+            () = &mut shutdown, if !stopping => {
+                tracing::info!("shutdown requested: writing what the source has sent");
+                stopping = true;
+                stop.store(true, Ordering::Relaxed);
+                continue;
             }
-            message = receiver.recv() => message,
+            message = receiver.recv() => Step::Received(message),
+            () = tokio::time::sleep_until(linger_deadline), if !batch.is_empty() => Step::LingerElapsed,
         };
-        let (flush, stop) = match message {
-            Some(Message::Event(event)) => {
+        let (flush, end, barrier) = match step {
+            Step::LingerElapsed => (true, false, None),
+            Step::Received(Some(SourceMessage::Event(event))) => {
+                if batch.is_empty() {
+                    batch_started = Instant::now();
+                }
                 batch.push(event);
-                (batch.len() >= options.batch_size, false)
+                (batch.len() >= options.batch_size, false, None)
             }
-            Some(Message::CaughtUp) => (true, options.exit_when_caught_up),
-            Some(Message::Failed(error)) => anyhow::bail!("the file source failed: {error}"),
-            // Shutdown was requested, or the reader ended.
-            None => (true, true),
+            Step::Received(Some(SourceMessage::CaughtUp)) => {
+                if options.exit_when_caught_up && !stopping {
+                    stopping = true;
+                    stop.store(true, Ordering::Relaxed);
+                }
+                (true, false, None)
+            }
+            Step::Received(Some(SourceMessage::Failed(error))) => anyhow::bail!("the source failed: {error}"),
+            Step::Received(Some(SourceMessage::Barrier(reply))) => (true, false, Some(reply)),
+            // The reader ended: after a stop, or on its own.
+            Step::Received(None) => (true, true, None),
         };
         if flush && !batch.is_empty() {
             let pending = in_flight.as_ref().map(|write| Arc::clone(&write.batch));
             let outcome = project_with_retry(store.as_ref(), version, &source_id, &batch, pending.as_deref()).await?;
-            dead_letters.park(&source_id, &outcome.parked).context("failed to write dead letters")?;
-            finish(in_flight.take(), &mut totals).await?;
-            in_flight = Some(InFlight::start(Arc::clone(&store), version, outcome, batch.len() as u64));
+            let parked = with_originals(&outcome.parked, &batch);
+            dead_letters.park(&source_id, &parked).context("failed to park events")?;
+            finish(in_flight.take(), &mut totals, observer.as_ref()).await?;
+            let last_recorded_at = last_recorded_at(&batch);
+            in_flight = Some(InFlight::start(
+                Arc::clone(&store),
+                version,
+                outcome,
+                batch.len() as u64,
+                last_recorded_at,
+                batch_started,
+            ));
             batch.clear();
         }
-        if stop {
+        if let Some(reply) = barrier {
+            finish(in_flight.take(), &mut totals, observer.as_ref()).await?;
+            let checkpoints = store.checkpoints(version, &source_id).await.map_err(|error| error.to_string());
+            // The source may have gone away meanwhile; then nobody waits for the answer.
+            let _ = reply.send(checkpoints);
+        }
+        if end {
             break;
         }
     }
-    finish(in_flight.take(), &mut totals).await?;
+    finish(in_flight.take(), &mut totals, observer.as_ref()).await?;
     drop(receiver);
     let _ = reader.join();
     let seconds = started.elapsed().as_secs_f64();
@@ -130,6 +234,48 @@ pub async fn run_file_source(
         "projection finished"
     );
     Ok(totals)
+}
+
+/// What woke the loop.
+enum Step {
+    Received(Option<SourceMessage>),
+    LingerElapsed,
+}
+
+/// The parked events of a batch with the original messages the source kept.
+fn with_originals(parked: &[(Position, Rejection)], batch: &[SourcedEvent]) -> Vec<ParkedEvent> {
+    if parked.is_empty() {
+        return Vec::new();
+    }
+    let originals: HashMap<&Position, &Arc<OriginalMessage>> = batch
+        .iter()
+        .filter_map(|event| event.original.as_ref().map(|original| (&event.position, original)))
+        .collect();
+    parked
+        .iter()
+        .map(|(position, rejection)| ParkedEvent {
+            position: position.clone(),
+            rejection: rejection.clone(),
+            original: originals.get(position).map(|original| Arc::clone(original)),
+        })
+        .collect()
+}
+
+/// The recorded-at time of the last usable event of each (stream, partition) in a batch.
+fn last_recorded_at(batch: &[SourcedEvent]) -> Vec<(String, i32, Timestamp)> {
+    let mut last: Vec<(String, i32, Timestamp)> = Vec::new();
+    for event in batch {
+        let Ok(decoded) = &event.outcome else { continue };
+        let at = decoded.envelope.recorded_at;
+        match last
+            .iter_mut()
+            .find(|(stream, partition, _)| *stream == event.position.stream && *partition == event.position.partition)
+        {
+            Some(entry) => entry.2 = at,
+            None => last.push((event.position.stream.clone(), event.position.partition, at)),
+        }
+    }
+    last
 }
 
 /// Projects a batch; retries while the store is unavailable.
@@ -155,10 +301,19 @@ struct InFlight {
     batch: Arc<WriteBatch>,
     task: tokio::task::JoinHandle<Result<(), StoreError>>,
     totals: RunTotals,
+    last_recorded_at: Vec<(String, i32, Timestamp)>,
+    started: Instant,
 }
 
 impl InFlight {
-    fn start(store: Arc<dyn Store>, version: ModelVersion, outcome: BatchOutcome, events: u64) -> InFlight {
+    fn start(
+        store: Arc<dyn Store>,
+        version: ModelVersion,
+        outcome: BatchOutcome,
+        events: u64,
+        last_recorded_at: Vec<(String, i32, Timestamp)>,
+        started: Instant,
+    ) -> InFlight {
         let batch = Arc::new(outcome.write);
         let totals = RunTotals {
             events,
@@ -177,14 +332,20 @@ impl InFlight {
                 }
             }
         });
-        InFlight { batch, task, totals }
+        InFlight { batch, task, totals, last_recorded_at, started }
     }
 }
 
-/// Waits for the batch in flight to commit and counts it.
-async fn finish(in_flight: Option<InFlight>, totals: &mut RunTotals) -> anyhow::Result<()> {
+/// Waits for the batch in flight to commit, counts it and reports it.
+async fn finish(in_flight: Option<InFlight>, totals: &mut RunTotals, observer: &dyn BatchObserver) -> anyhow::Result<()> {
     let Some(in_flight) = in_flight else { return Ok(()) };
     in_flight.task.await.context("the batch write task failed")?.context("failed to write a batch")?;
+    observer.batch_committed(&CommittedBatch {
+        checkpoints: &in_flight.batch.checkpoints,
+        last_recorded_at: &in_flight.last_recorded_at,
+        totals: in_flight.totals,
+        latency: in_flight.started.elapsed(),
+    });
     totals.events += in_flight.totals.events;
     totals.applied += in_flight.totals.applied;
     totals.skipped_as_duplicates += in_flight.totals.skipped_as_duplicates;
@@ -210,18 +371,39 @@ impl Backoff {
     }
 }
 
-/// The reader thread: every file from its checkpoint on, then (when following) new files as they appear.
+/// Starts the file reader thread: every file from its checkpoint on, then
+/// (when following) new files as they appear.
+fn start_file_reader(
+    source: FileSource,
+    checkpoints: HashMap<String, i64>,
+    options: &RunOptions,
+) -> anyhow::Result<SourceFeed> {
+    // One batch of decoded events waits while the current one is projected.
+    let (sender, receiver) = mpsc::channel(options.batch_size.max(1));
+    let stop = Arc::new(AtomicBool::new(false));
+    let source_id = source.source_id().to_owned();
+    let reader_stop = Arc::clone(&stop);
+    let poll_interval = options.poll_interval;
+    let reader = std::thread::Builder::new()
+        .name("file-source".into())
+        .spawn(move || read_files(&source, checkpoints, &sender, &reader_stop, poll_interval))
+        .context("failed to start the file reader")?;
+    Ok(SourceFeed { source_id, receiver, stop, reader })
+}
+
 fn read_files(
     source: &FileSource,
     mut next_offsets: HashMap<String, i64>,
-    sender: &mpsc::Sender<Message>,
-    options: &RunOptions,
+    sender: &mpsc::Sender<SourceMessage>,
+    stop: &AtomicBool,
+    poll_interval: Duration,
 ) {
+    let send = |message| !stop.load(Ordering::Relaxed) && sender.blocking_send(message).is_ok();
     loop {
         let files = match source.files() {
             Ok(files) => files,
             Err(error) => {
-                let _ = sender.blocking_send(Message::Failed(error.to_string()));
+                let _ = sender.blocking_send(SourceMessage::Failed(error.to_string()));
                 return;
             }
         };
@@ -229,7 +411,7 @@ fn read_files(
             let start = next_offsets.get(&name).copied().unwrap_or(0);
             let mut open = true;
             let next = source.read_file(&name, start, &mut |event| {
-                open = sender.blocking_send(Message::Event(event)).is_ok();
+                open = send(SourceMessage::Event(event));
                 open
             });
             if !open {
@@ -237,9 +419,9 @@ fn read_files(
             }
             next_offsets.insert(name, next);
         }
-        if sender.blocking_send(Message::CaughtUp).is_err() || options.exit_when_caught_up {
+        if !send(SourceMessage::CaughtUp) {
             return;
         }
-        std::thread::sleep(options.poll_interval);
+        std::thread::sleep(poll_interval);
     }
 }

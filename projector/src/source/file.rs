@@ -78,6 +78,7 @@ impl FileSource {
                     emit(SourcedEvent {
                         position: position(0),
                         outcome: Err(Rejection::unidentified(format!("unreadable Avro container file: {error}"), None)),
+                        original: None,
                     });
                 }
                 return start.max(1);
@@ -102,7 +103,7 @@ impl FileSource {
                     (Err(Rejection::unidentified(format!("unreadable from this record on: {error}"), topic)), true)
                 }
             };
-            let proceed = emit(SourcedEvent { position: position(offset), outcome });
+            let proceed = emit(SourcedEvent { position: position(offset), outcome, original: None });
             offset += 1;
             if stop || !proceed {
                 break;

@@ -4,8 +4,11 @@
 //! A source only reads, decodes and validates; it never applies anything.
 
 pub mod file;
+pub mod kafka;
 
 pub mod wire;
+
+use std::sync::Arc;
 
 use apache_avro::types::Value;
 
@@ -29,6 +32,15 @@ pub struct Position {
 pub struct SourcedEvent {
     pub position: Position,
     pub outcome: Result<Event, Rejection>,
+    /// The message as read, kept by sources whose dead letters carry it (Kafka).
+    pub original: Option<Arc<OriginalMessage>>,
+}
+
+/// A message as the source delivered it, for a dead-letter topic.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OriginalMessage {
+    pub key: Option<Vec<u8>>,
+    pub value: Option<Vec<u8>>,
 }
 
 /// Why an event cannot be used, with what is known of it.

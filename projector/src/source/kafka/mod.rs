@@ -1,1 +1,132 @@
-//! placeholder
+//! The Kafka source: the six upstream topics, consumed as a consumer group.
+//!
+//! - [`consumer`] reads and decodes on a thread of its own and hands events to
+//!   the projection loop. On every rebalance it first has the loop write what
+//!   it was sent (a barrier), so revoked partitions are released fully
+//!   written, and assigned partitions start at the store's checkpoints.
+//!   Kafka's committed offsets are written after each batch commits and are
+//!   advisory: nothing reads them back.
+//! - [`dead_letter_topic`] parks poison events on a dead-letter topic, with
+//!   their origin and the reason in headers, and lists and re-drives them.
+//!
+//! It owns the connection settings shared by both; it must not apply events.
+
+pub mod consumer;
+pub mod dead_letter_topic;
+
+use std::time::Duration;
+
+use rdkafka::ClientConfig;
+
+use crate::contract::Topic;
+
+/// How to reach the broker and which topics to read.
+#[derive(Debug, Clone)]
+pub struct KafkaSettings {
+    /// `HOST:PORT[,HOST:PORT…]`.
+    pub bootstrap_servers: String,
+    /// Prepended to every topic name (`prod.` gives `prod.works`).
+    pub topic_prefix: String,
+    /// The consumer group; instances of one group split the partitions.
+    pub group_id: String,
+    /// Where poison events go.
+    pub dead_letter_topic: String,
+}
+
+impl KafkaSettings {
+    /// The settings of `kafka://HOST:PORT[,HOST:PORT…]`, if `source` is such an address.
+    pub fn bootstrap_servers_of(source: &str) -> Option<&str> {
+        source.strip_prefix("kafka://").map(|servers| servers.trim_end_matches('/'))
+    }
+
+    /// The Kafka topic name of an upstream topic.
+    pub fn topic_name(&self, topic: Topic) -> String {
+        format!("{}{}", self.topic_prefix, topic.name())
+    }
+
+    /// The upstream topic of a Kafka topic name.
+    pub fn topic_of(&self, name: &str) -> Option<Topic> {
+        name.strip_prefix(&self.topic_prefix).and_then(Topic::from_name)
+    }
+
+    /// The id under which checkpoints are stored: one per topic prefix, so
+    /// every instance of a group, and a rebuild in another group, share the
+    /// meaning of (topic, partition, offset).
+    pub fn source_id(&self) -> String {
+        format!("kafka:{}", self.topic_prefix)
+    }
+
+    /// Settings every client of this source shares.
+    pub fn client_config(&self) -> ClientConfig {
+        let mut config = ClientConfig::new();
+        config
+            .set("bootstrap.servers", &self.bootstrap_servers)
+            .set("client.id", "rights-projector")
+            // Reconnection backoff stays short so a returning broker is found quickly.
+            .set("reconnect.backoff.max.ms", "2000")
+            .set("socket.keepalive.enable", "true");
+        config
+    }
+}
+
+/// Exponential backoff for retries on the source's own thread.
+#[derive(Debug)]
+pub struct ThreadBackoff {
+    delay: Duration,
+}
+
+impl ThreadBackoff {
+    pub fn new() -> ThreadBackoff {
+        ThreadBackoff { delay: Duration::from_millis(200) }
+    }
+
+    /// The next delay: doubling up to 10 seconds.
+    pub fn next_delay(&mut self) -> Duration {
+        let delay = self.delay;
+        self.delay = (self.delay * 2).min(Duration::from_secs(10));
+        delay
+    }
+}
+
+impl Default for ThreadBackoff {
+    fn default() -> ThreadBackoff {
+        ThreadBackoff::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(prefix: &str) -> KafkaSettings {
+        KafkaSettings {
+            bootstrap_servers: "127.0.0.1:9092".into(),
+            topic_prefix: prefix.into(),
+            group_id: "g".into(),
+            dead_letter_topic: "dead".into(),
+        }
+    }
+
+    #[test]
+    fn topic_names_carry_the_prefix_both_ways() {
+        let settings = settings("prod.");
+        assert_eq!(settings.topic_name(Topic::Rights), "prod.rights");
+        assert_eq!(settings.topic_of("prod.rights"), Some(Topic::Rights));
+        assert_eq!(settings.topic_of("rights"), None);
+        assert_eq!(settings.topic_of("prod.unknown"), None);
+        assert_eq!(settings.source_id(), "kafka:prod.");
+    }
+
+    #[test]
+    fn the_bootstrap_servers_come_from_the_source_address() {
+        assert_eq!(KafkaSettings::bootstrap_servers_of("kafka://a:1,b:2/"), Some("a:1,b:2"));
+        assert_eq!(KafkaSettings::bootstrap_servers_of("file:///x"), None);
+    }
+
+    #[test]
+    fn backoff_doubles_up_to_ten_seconds() {
+        let mut backoff = ThreadBackoff::new();
+        let delays: Vec<u64> = (0..8).map(|_| backoff.next_delay().as_millis() as u64).collect();
+        assert_eq!(delays, [200, 400, 800, 1_600, 3_200, 6_400, 10_000, 10_000]);
+    }
+}

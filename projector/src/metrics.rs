@@ -1,0 +1,215 @@
+//! The projector's Prometheus metrics and its admin listener (`/metrics`,
+//! `/healthz`, `/readyz`), separate from any public port.
+//!
+//! Counters move as batches commit ([`BatchObserver`]); partition gauges
+//! (lag, stalls) and the broker's reachability are read from the consumer's
+//! shared state when scraped, so they are never older than the scrape.
+//! Readiness: the store answers, and for a Kafka source the broker is
+//! reachable and no partition is stalled.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use axum::Router;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use prometheus::{
+    Encoder, GaugeVec, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
+    TextEncoder,
+};
+use read_model::{ModelVersion, Store};
+
+use crate::runner::{BatchObserver, CommittedBatch};
+use crate::source::kafka::consumer::ConsumerShared;
+
+/// Every metric the projector exports.
+#[derive(Debug)]
+pub struct ProjectorMetrics {
+    registry: Registry,
+    events: IntCounterVec,
+    batches: IntCounter,
+    batch_seconds: Histogram,
+    rebalances: IntCounter,
+    lag_messages: IntGaugeVec,
+    lag_seconds: GaugeVec,
+    stalled: IntGaugeVec,
+    source_up: IntGauge,
+}
+
+impl ProjectorMetrics {
+    /// Metrics of a projector writing `version`; `rebuild` marks a rebuild run.
+    pub fn new(version: ModelVersion, rebuild: bool) -> Result<ProjectorMetrics, prometheus::Error> {
+        let registry = Registry::new();
+        let events = IntCounterVec::new(
+            Opts::new("lcc_projector_events_total", "Events committed, by outcome: applied, skipped_duplicate, parked."),
+            &["outcome"],
+        )?;
+        let batches = IntCounter::new("lcc_projector_batches_total", "Batches committed to the store.")?;
+        let batch_seconds = Histogram::with_opts(
+            HistogramOpts::new(
+                "lcc_projector_batch_duration_seconds",
+                "From a batch's first event to its commit, checkpoints included.",
+            )
+            .buckets(vec![0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0]),
+        )?;
+        let rebalances = IntCounter::new("lcc_projector_rebalances_total", "Consumer-group rebalances (assignments and revocations).")?;
+        let partition = ["topic", "partition"];
+        let lag_messages = IntGaugeVec::new(
+            Opts::new("lcc_projector_partition_lag_messages", "Messages on the broker not yet applied, per assigned partition."),
+            &partition,
+        )?;
+        let lag_seconds = GaugeVec::new(
+            Opts::new(
+                "lcc_projector_partition_lag_seconds",
+                "Now minus the recorded-at time of the last applied event, per assigned partition with pending messages (0 without).",
+            ),
+            &partition,
+        )?;
+        let stalled = IntGaugeVec::new(
+            Opts::new("lcc_projector_partition_stalled", "1 when a partition has lag but made no progress for the stall time."),
+            &partition,
+        )?;
+        let source_up = IntGauge::new("lcc_projector_source_up", "1 when the event source (the broker) is reachable.")?;
+        let model_version = IntGauge::new("lcc_projector_model_version", "The model version this projector writes.")?;
+        let rebuilding = IntGauge::new("lcc_projector_rebuild", "1 when this projector is rebuilding a model version.")?;
+        let build = IntGaugeVec::new(Opts::new("lcc_projector_build_info", "The running build."), &["version"])?;
+        model_version.set(i64::from(version.0));
+        rebuilding.set(i64::from(rebuild));
+        build.with_label_values(&[env!("CARGO_PKG_VERSION")]).set(1);
+        registry.register(Box::new(events.clone()))?;
+        registry.register(Box::new(batches.clone()))?;
+        registry.register(Box::new(batch_seconds.clone()))?;
+        registry.register(Box::new(rebalances.clone()))?;
+        registry.register(Box::new(lag_messages.clone()))?;
+        registry.register(Box::new(lag_seconds.clone()))?;
+        registry.register(Box::new(stalled.clone()))?;
+        registry.register(Box::new(source_up.clone()))?;
+        registry.register(Box::new(model_version))?;
+        registry.register(Box::new(rebuilding))?;
+        registry.register(Box::new(build))?;
+        for outcome in ["applied", "skipped_duplicate", "parked"] {
+            events.with_label_values(&[outcome]);
+        }
+        Ok(ProjectorMetrics {
+            registry,
+            events,
+            batches,
+            batch_seconds,
+            rebalances,
+            lag_messages,
+            lag_seconds,
+            stalled,
+            source_up,
+        })
+    }
+
+    /// The exposition text, with the consumer's state read now.
+    pub fn render(&self, kafka: Option<&ConsumerShared>) -> String {
+        if let Some(kafka) = kafka {
+            self.source_up.set(i64::from(kafka.broker_reachable.load(Ordering::Relaxed)));
+            let rebalances = kafka.rebalances.load(Ordering::Relaxed);
+            self.rebalances.inc_by(rebalances.saturating_sub(self.rebalances.get()));
+            self.lag_messages.reset();
+            self.lag_seconds.reset();
+            self.stalled.reset();
+            for report in kafka.board.report() {
+                let partition = report.partition.to_string();
+                let labels = [report.topic.as_str(), partition.as_str()];
+                self.lag_messages.with_label_values(&labels).set(report.lag_messages);
+                self.lag_seconds.with_label_values(&labels).set(report.lag_seconds);
+                self.stalled.with_label_values(&labels).set(i64::from(report.stalled));
+            }
+        } else {
+            self.source_up.set(1);
+        }
+        let mut buffer = Vec::new();
+        // Encoding gathered families into a Vec cannot fail.
+        let _ = TextEncoder::new().encode(&self.registry.gather(), &mut buffer);
+        String::from_utf8(buffer).unwrap_or_default()
+    }
+}
+
+impl BatchObserver for ProjectorMetrics {
+    fn batch_committed(&self, committed: &CommittedBatch<'_>) {
+        self.events.with_label_values(&["applied"]).inc_by(committed.totals.applied);
+        self.events.with_label_values(&["skipped_duplicate"]).inc_by(committed.totals.skipped_as_duplicates);
+        self.events.with_label_values(&["parked"]).inc_by(committed.totals.parked);
+        self.batches.inc();
+        self.batch_seconds.observe(committed.latency.as_secs_f64());
+    }
+}
+
+/// Several observers of one run, told in order.
+#[derive(Debug, Default)]
+pub struct Observers(pub Vec<Arc<dyn BatchObserver>>);
+
+impl BatchObserver for Observers {
+    fn batch_committed(&self, committed: &CommittedBatch<'_>) {
+        for observer in &self.0 {
+            observer.batch_committed(committed);
+        }
+    }
+}
+
+/// What the admin listener reads.
+#[derive(Debug, Clone)]
+pub struct AdminState {
+    pub metrics: Arc<ProjectorMetrics>,
+    pub kafka: Option<Arc<ConsumerShared>>,
+    pub store: Arc<dyn Store>,
+}
+
+/// Why the projector is not ready, if it is not.
+pub async fn readiness(state: &AdminState) -> Result<(), String> {
+    state.store.ping().await.map_err(|error| error.to_string())?;
+    if let Some(kafka) = &state.kafka {
+        if !kafka.broker_reachable.load(Ordering::Relaxed) {
+            return Err("the Kafka broker is not reachable".into());
+        }
+        let stalled: Vec<String> = kafka
+            .board
+            .report()
+            .into_iter()
+            .filter(|report| report.stalled)
+            .map(|report| format!("{}/{}", report.topic, report.partition))
+            .collect();
+        if !stalled.is_empty() {
+            return Err(format!("stalled partitions: {}", stalled.join(", ")));
+        }
+    }
+    Ok(())
+}
+
+/// The admin listener's router.
+pub fn admin_router(state: AdminState) -> Router {
+    let metrics_state = state.clone();
+    Router::new()
+        .route(
+            "/metrics",
+            get(move || {
+                let state = metrics_state.clone();
+                async move {
+                    let mut response = state.metrics.render(state.kafka.as_deref()).into_response();
+                    response.headers_mut().insert(
+                        header::CONTENT_TYPE,
+                        HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+                    );
+                    response
+                }
+            }),
+        )
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route(
+            "/readyz",
+            get(move || {
+                let state = state.clone();
+                async move {
+                    match readiness(&state).await {
+                        Ok(()) => (StatusCode::OK, "ready\n".to_owned()),
+                        Err(reason) => (StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {reason}\n")),
+                    }
+                }
+            }),
+        )
+}

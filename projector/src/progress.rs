@@ -1,0 +1,199 @@
+//! Progress per partition: what is assigned, what the broker holds, what the
+//! store has applied. From these come the lag (in messages and in seconds)
+//! and the stall rule, which the metrics and readiness report.
+//!
+//! The consumer tells it about assignments and high watermarks; the
+//! projection loop tells it about committed batches. It decides nothing
+//! about consumption itself.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use read_model::Checkpoint;
+use read_model::calendar::Timestamp;
+
+/// The progress of every partition this instance has held.
+#[derive(Debug)]
+pub struct PartitionBoard {
+    partitions: Mutex<HashMap<(String, i32), PartitionProgress>>,
+    /// A partition with lag and no progress for this long is stalled.
+    stall_after: Duration,
+}
+
+#[derive(Debug, Clone)]
+struct PartitionProgress {
+    assigned: bool,
+    /// The broker's next offset (the high watermark), when known.
+    high_watermark: Option<i64>,
+    /// The next offset the store has not applied.
+    next_offset: i64,
+    /// The recorded-at time of the last applied event.
+    last_recorded_at: Option<Timestamp>,
+    /// When `next_offset` last moved, or the partition was assigned.
+    last_progress: Instant,
+}
+
+/// What the metrics show of one assigned partition.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PartitionReport {
+    pub topic: String,
+    pub partition: i32,
+    /// Messages on the broker not yet applied.
+    pub lag_messages: i64,
+    /// Now minus the recorded-at time of the last applied event, while
+    /// messages are pending; zero when none are.
+    pub lag_seconds: f64,
+    /// Lag, and no progress for the stall time.
+    pub stalled: bool,
+}
+
+impl PartitionBoard {
+    pub fn new(stall_after: Duration) -> PartitionBoard {
+        PartitionBoard { partitions: Mutex::new(HashMap::new()), stall_after }
+    }
+
+    fn with<T>(&self, change: impl FnOnce(&mut HashMap<(String, i32), PartitionProgress>) -> T) -> T {
+        let mut partitions = self.partitions.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        change(&mut partitions)
+    }
+
+    /// The partitions now assigned, with the offsets they start from; every other partition is released.
+    pub fn assigned(&self, assignment: &[(String, i32, i64)]) {
+        let now = Instant::now();
+        self.with(|partitions| {
+            for progress in partitions.values_mut() {
+                progress.assigned = false;
+            }
+            for (topic, partition, next_offset) in assignment {
+                let progress = partitions.entry((topic.clone(), *partition)).or_insert(PartitionProgress {
+                    assigned: true,
+                    high_watermark: None,
+                    next_offset: *next_offset,
+                    last_recorded_at: None,
+                    last_progress: now,
+                });
+                progress.assigned = true;
+                progress.next_offset = *next_offset;
+                progress.last_progress = now;
+            }
+        });
+    }
+
+    /// The broker's high watermark of a partition.
+    pub fn high_watermark(&self, topic: &str, partition: i32, high_watermark: i64) {
+        self.with(|partitions| {
+            if let Some(progress) = partitions.get_mut(&(topic.to_owned(), partition)) {
+                progress.high_watermark = Some(high_watermark);
+            }
+        });
+    }
+
+    /// A batch committed: its checkpoints and the recorded-at times of its last events.
+    pub fn applied(&self, checkpoints: &[Checkpoint], last_recorded_at: &[(String, i32, Timestamp)]) {
+        let now = Instant::now();
+        self.with(|partitions| {
+            for checkpoint in checkpoints {
+                if let Some(progress) = partitions.get_mut(&(checkpoint.stream.clone(), checkpoint.partition))
+                    && checkpoint.next_offset > progress.next_offset
+                {
+                    progress.next_offset = checkpoint.next_offset;
+                    progress.last_progress = now;
+                    // A high watermark read before this batch may lag behind it.
+                    progress.high_watermark = progress.high_watermark.map(|high| high.max(checkpoint.next_offset));
+                }
+            }
+            for (topic, partition, at) in last_recorded_at {
+                if let Some(progress) = partitions.get_mut(&(topic.clone(), *partition)) {
+                    progress.last_recorded_at = Some(*at);
+                }
+            }
+        });
+    }
+
+    /// The assigned partitions, in (topic, partition) order.
+    pub fn report(&self) -> Vec<PartitionReport> {
+        let now = Instant::now();
+        let now_millis = Timestamp::now().0;
+        let mut reports: Vec<PartitionReport> = self.with(|partitions| {
+            partitions
+                .iter()
+                .filter(|(_, progress)| progress.assigned)
+                .map(|((topic, partition), progress)| {
+                    let lag_messages =
+                        progress.high_watermark.map_or(0, |high| (high - progress.next_offset).max(0));
+                    let lag_seconds = match (lag_messages, progress.last_recorded_at) {
+                        (0, _) | (_, None) => 0.0,
+                        (_, Some(at)) => ((now_millis - at.0) as f64 / 1_000.0).max(0.0),
+                    };
+                    PartitionReport {
+                        topic: topic.clone(),
+                        partition: *partition,
+                        lag_messages,
+                        lag_seconds,
+                        stalled: lag_messages > 0 && now.duration_since(progress.last_progress) >= self.stall_after,
+                    }
+                })
+                .collect()
+        });
+        reports.sort_by(|left, right| (&left.topic, left.partition).cmp(&(&right.topic, right.partition)));
+        reports
+    }
+
+    /// Whether every assigned partition has applied all the broker holds (as last seen).
+    pub fn caught_up(&self) -> bool {
+        self.with(|partitions| {
+            partitions
+                .values()
+                .filter(|progress| progress.assigned)
+                .all(|progress| progress.high_watermark.is_some_and(|high| progress.next_offset >= high))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn checkpoint(partition: i32, next_offset: i64) -> Checkpoint {
+        Checkpoint { source: "kafka:".into(), stream: "works".into(), partition, next_offset }
+    }
+
+    #[test]
+    fn lag_is_the_high_watermark_minus_the_applied_offset_and_seconds_follow_the_last_event() {
+        let board = PartitionBoard::new(Duration::from_secs(60));
+        board.assigned(&[("works".into(), 0, 10), ("works".into(), 1, 0)]);
+        board.high_watermark("works", 0, 25);
+        board.high_watermark("works", 1, 0);
+        let ten_seconds_ago = Timestamp(Timestamp::now().0 - 10_000);
+        board.applied(&[checkpoint(0, 20)], &[("works".into(), 0, ten_seconds_ago)]);
+        let reports = board.report();
+        assert_eq!(reports.len(), 2);
+        assert_eq!(reports[0].lag_messages, 5);
+        assert!((9.0..20.0).contains(&reports[0].lag_seconds), "{}", reports[0].lag_seconds);
+        assert_eq!((reports[1].lag_messages, reports[1].lag_seconds), (0, 0.0));
+        assert!(!board.caught_up());
+        board.applied(&[checkpoint(0, 25)], &[]);
+        assert!(board.caught_up());
+        assert_eq!(board.report()[0].lag_seconds, 0.0);
+    }
+
+    #[test]
+    fn a_partition_with_lag_and_no_progress_is_stalled_and_a_released_one_is_not_reported() {
+        let board = PartitionBoard::new(Duration::ZERO);
+        board.assigned(&[("works".into(), 0, 0), ("works".into(), 1, 0)]);
+        board.high_watermark("works", 0, 3);
+        assert!(board.report()[0].stalled);
+        assert!(!board.report()[1].stalled, "no lag, no stall");
+        board.assigned(&[("works".into(), 1, 0)]);
+        assert_eq!(board.report().iter().map(|report| report.partition).collect::<Vec<_>>(), [1]);
+    }
+
+    #[test]
+    fn nothing_assigned_is_caught_up_but_an_unknown_watermark_is_not() {
+        let board = PartitionBoard::new(Duration::from_secs(60));
+        assert!(board.caught_up());
+        board.assigned(&[("works".into(), 0, 0)]);
+        assert!(!board.caught_up());
+    }
+}

@@ -1,0 +1,334 @@
+//! The consumer thread: polls the six topics as a member of a consumer group,
+//! decodes each message, and sends it to the projection loop.
+//!
+//! Rebalances (eager protocol) go through a barrier: the thread asks the loop
+//! to write everything sent so far and to answer with the store's
+//! checkpoints. On revocation that releases the partitions fully written; on
+//! assignment each partition starts at its checkpoint (or at the earliest
+//! offset when the store has none). Kafka's committed offsets are written
+//! after batches commit, as a courtesy to tools that watch the group, and
+//! are never read.
+//!
+//! The thread never applies events and never writes the store.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, mpsc as sync_mpsc};
+use std::time::Duration;
+
+use anyhow::Context;
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext};
+use rdkafka::message::Message;
+use rdkafka::statistics::Statistics;
+use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
+use rdkafka::types::RDKafkaRespErr;
+use rdkafka::{ClientContext, error::KafkaError};
+use read_model::Checkpoint;
+use tokio::sync::mpsc;
+
+use super::{KafkaSettings, ThreadBackoff};
+use crate::contract::{Contract, Topic};
+use crate::progress::PartitionBoard;
+use crate::runner::{BatchObserver, CommittedBatch, SourceFeed, SourceMessage};
+use crate::source::wire::{SchemaIds, WireDecoder, WireError};
+use crate::source::{OriginalMessage, Position, SourcedEvent};
+
+/// What the consumer needs besides the connection settings.
+#[derive(Debug, Clone)]
+pub struct ConsumerOptions {
+    pub schema_ids: SchemaIds,
+    pub writer_schema_dir: Option<std::path::PathBuf>,
+    /// Events the channel to the loop holds (about one batch).
+    pub channel_capacity: usize,
+}
+
+/// State shared by the consumer thread, its callbacks and the rest of the projector.
+#[derive(Debug)]
+pub struct ConsumerShared {
+    pub board: Arc<PartitionBoard>,
+    /// Whether the broker answers: false from start until the first assignment
+    /// or message, and after transport errors until the next message.
+    pub broker_reachable: AtomicBool,
+    pub rebalances: AtomicU64,
+    /// Offsets the loop has committed to the store, waiting to be committed to Kafka.
+    pending_kafka_commit: Mutex<HashMap<(String, i32), i64>>,
+}
+
+impl ConsumerShared {
+    pub fn new(board: Arc<PartitionBoard>) -> ConsumerShared {
+        ConsumerShared {
+            board,
+            broker_reachable: AtomicBool::new(false),
+            rebalances: AtomicU64::new(0),
+            pending_kafka_commit: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+/// After each committed batch: progress for the metrics, offsets for Kafka's advisory commit.
+impl BatchObserver for ConsumerShared {
+    fn batch_committed(&self, committed: &CommittedBatch<'_>) {
+        self.board.applied(committed.checkpoints, committed.last_recorded_at);
+        let mut pending = self.pending_kafka_commit.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        for Checkpoint { stream, partition, next_offset, .. } in committed.checkpoints {
+            pending.insert((stream.clone(), *partition), *next_offset);
+        }
+    }
+}
+
+/// Callbacks librdkafka runs on the consumer thread, inside `poll`.
+struct ProjectorContext {
+    settings: KafkaSettings,
+    sender: mpsc::Sender<SourceMessage>,
+    shared: Arc<ConsumerShared>,
+    /// Whether an assignment has been received since the start.
+    assigned_once: AtomicBool,
+}
+
+impl ClientContext for ProjectorContext {
+    fn stats(&self, statistics: Statistics) {
+        for (name, topic) in &statistics.topics {
+            for (partition, stats) in &topic.partitions {
+                // librdkafka reports -1 until it knows, and a pseudo-partition -1 of its own.
+                if *partition >= 0 && stats.hi_offset >= 0 {
+                    self.shared.board.high_watermark(name, *partition, stats.hi_offset);
+                }
+            }
+        }
+    }
+
+    fn error(&self, error: KafkaError, reason: &str) {
+        if is_transport_error(&error) {
+            self.shared.broker_reachable.store(false, Ordering::Relaxed);
+        }
+        tracing::warn!(%error, %reason, "kafka client error");
+    }
+}
+
+impl ConsumerContext for ProjectorContext {
+    fn rebalance(&self, consumer: &BaseConsumer<Self>, error: RDKafkaRespErr, partitions: &mut TopicPartitionList) {
+        self.shared.rebalances.fetch_add(1, Ordering::Relaxed);
+        match error {
+            RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS => {
+                let checkpoints = self.barrier().unwrap_or_default();
+                let next: HashMap<(&str, i32), i64> = checkpoints
+                    .iter()
+                    .map(|checkpoint| ((checkpoint.stream.as_str(), checkpoint.partition), checkpoint.next_offset))
+                    .collect();
+                let mut assignment = Vec::new();
+                for element in partitions.elements() {
+                    let (topic, partition) = (element.topic().to_owned(), element.partition());
+                    let start = next.get(&(topic.as_str(), partition)).copied();
+                    assignment.push((topic, partition, start.unwrap_or(0)));
+                }
+                for (topic, partition, start) in &assignment {
+                    let offset = if next.contains_key(&(topic.as_str(), *partition)) {
+                        Offset::Offset(*start)
+                    } else {
+                        Offset::Beginning
+                    };
+                    if let Err(error) = partitions.set_partition_offset(topic, *partition, offset) {
+                        tracing::error!(%error, topic, partition, "cannot set the start offset");
+                    }
+                }
+                self.shared.board.assigned(&assignment);
+                tracing::info!(partitions = assignment.len(), "partitions assigned; resuming from the store's checkpoints");
+                if let Err(error) = consumer.assign(partitions) {
+                    tracing::error!(%error, "assignment failed");
+                }
+                self.assigned_once.store(true, Ordering::Relaxed);
+                self.shared.broker_reachable.store(true, Ordering::Relaxed);
+            }
+            RDKafkaRespErr::RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS => {
+                // Everything read from the revoked partitions is written before they are released.
+                let _ = self.barrier();
+                tracing::info!(partitions = partitions.count(), "partitions revoked after their events were written");
+                self.shared.board.assigned(&[]);
+                if let Err(error) = consumer.unassign() {
+                    tracing::error!(%error, "unassignment failed");
+                }
+            }
+            other => {
+                tracing::error!(error = ?other, "rebalance error; releasing every partition");
+                let _ = self.barrier();
+                self.shared.board.assigned(&[]);
+                let _ = consumer.unassign();
+            }
+        }
+    }
+}
+
+impl ProjectorContext {
+    /// Has the loop write what it was sent and answer with the store's
+    /// checkpoints of this source; retries while the store cannot answer.
+    /// `None` once the loop is gone (the projector is stopping).
+    fn barrier(&self) -> Option<Vec<Checkpoint>> {
+        let mut backoff = ThreadBackoff::new();
+        loop {
+            let (reply, answer) = sync_mpsc::sync_channel(1);
+            self.sender.blocking_send(SourceMessage::Barrier(reply)).ok()?;
+            match answer.recv().ok()? {
+                Ok(checkpoints) => return Some(checkpoints),
+                Err(error) => {
+                    let delay = backoff.next_delay();
+                    tracing::warn!(%error, retry_in_ms = delay.as_millis() as u64, "cannot read the store's checkpoints at a rebalance");
+                    std::thread::sleep(delay);
+                }
+            }
+        }
+    }
+}
+
+fn is_transport_error(error: &KafkaError) -> bool {
+    use rdkafka::types::RDKafkaErrorCode;
+    matches!(
+        error.rdkafka_error_code(),
+        Some(
+            RDKafkaErrorCode::BrokerTransportFailure
+                | RDKafkaErrorCode::AllBrokersDown
+                | RDKafkaErrorCode::Resolve
+                | RDKafkaErrorCode::BrokerNotAvailable
+                | RDKafkaErrorCode::NetworkException
+        )
+    )
+}
+
+/// Starts the consumer thread and returns the feed of the projection loop.
+pub fn start_consumer(
+    settings: KafkaSettings,
+    contract: Arc<Contract>,
+    options: ConsumerOptions,
+    shared: Arc<ConsumerShared>,
+) -> anyhow::Result<SourceFeed> {
+    let (sender, receiver) = mpsc::channel(options.channel_capacity.max(1));
+    let stop = Arc::new(AtomicBool::new(false));
+    let source_id = settings.source_id();
+    let context = ProjectorContext {
+        settings: settings.clone(),
+        sender: sender.clone(),
+        shared: Arc::clone(&shared),
+        assigned_once: AtomicBool::new(false),
+    };
+    let consumer: BaseConsumer<ProjectorContext> = settings
+        .client_config()
+        .set("group.id", &settings.group_id)
+        .set("enable.auto.commit", "false")
+        .set("enable.auto.offset.store", "false")
+        .set("auto.offset.reset", "earliest")
+        .set("statistics.interval.ms", "1000")
+        .set("partition.assignment.strategy", "range")
+        .create_with_context(context)
+        .context("failed to create the Kafka consumer")?;
+    let topics: Vec<String> = Topic::ALL.iter().map(|topic| settings.topic_name(*topic)).collect();
+    let topic_names: Vec<&str> = topics.iter().map(String::as_str).collect();
+    consumer.subscribe(&topic_names).context("failed to subscribe to the topics")?;
+    let thread_stop = Arc::clone(&stop);
+    let reader = std::thread::Builder::new()
+        .name("kafka-source".into())
+        .spawn(move || {
+            let decoder = WireDecoder::new(contract, options.schema_ids, options.writer_schema_dir);
+            consume(&consumer, decoder, &sender, &thread_stop, &shared);
+            // Dropping the consumer leaves the group; its revocation passes the barrier first.
+            drop(consumer);
+            tracing::info!("left the consumer group");
+        })
+        .context("failed to start the Kafka consumer thread")?;
+    Ok(SourceFeed { source_id, receiver, stop, reader })
+}
+
+/// The poll loop: until asked to stop, or until the loop is gone.
+fn consume(
+    consumer: &BaseConsumer<ProjectorContext>,
+    mut decoder: WireDecoder,
+    sender: &mpsc::Sender<SourceMessage>,
+    stop: &AtomicBool,
+    shared: &ConsumerShared,
+) {
+    let settings = &consumer.context().settings;
+    let mut reported_caught_up = false;
+    while !stop.load(Ordering::Relaxed) {
+        commit_to_kafka(consumer, shared);
+        let message = match consumer.poll(Duration::from_millis(100)) {
+            None => {
+                // Idle: tell the loop once per stretch of idleness that it holds everything.
+                let caught_up = consumer.context().assigned_once.load(Ordering::Relaxed) && shared.board.caught_up();
+                if caught_up && !reported_caught_up && sender.blocking_send(SourceMessage::CaughtUp).is_err() {
+                    return;
+                }
+                reported_caught_up = caught_up;
+                continue;
+            }
+            Some(Err(error)) => {
+                if is_transport_error(&error) {
+                    shared.broker_reachable.store(false, Ordering::Relaxed);
+                }
+                tracing::warn!(%error, "kafka poll error; retrying");
+                continue;
+            }
+            Some(Ok(message)) => message,
+        };
+        reported_caught_up = false;
+        shared.broker_reachable.store(true, Ordering::Relaxed);
+        let position =
+            Position { stream: message.topic().to_owned(), partition: message.partition(), offset: message.offset() };
+        let original = Arc::new(OriginalMessage {
+            key: message.key().map(<[u8]>::to_vec),
+            value: message.payload().map(<[u8]>::to_vec),
+        });
+        let Some(topic) = settings.topic_of(message.topic()) else { continue };
+        let outcome = decode_with_retry(&mut decoder, topic, message.payload(), stop);
+        let Some(outcome) = outcome else { return };
+        let event = SourcedEvent { position, outcome, original: Some(original) };
+        if sender.blocking_send(SourceMessage::Event(event)).is_err() {
+            return;
+        }
+    }
+}
+
+/// Decodes a value; while the schema registry is unreachable, waits and
+/// retries (consumption pauses; nothing is parked). `None` when asked to stop.
+fn decode_with_retry(
+    decoder: &mut WireDecoder,
+    topic: Topic,
+    value: Option<&[u8]>,
+    stop: &AtomicBool,
+) -> Option<Result<crate::events::Event, crate::source::Rejection>> {
+    let Some(value) = value else {
+        return Some(Err(crate::source::Rejection::unidentified("a message without a value".into(), Some(topic))));
+    };
+    let mut backoff = ThreadBackoff::new();
+    loop {
+        match decoder.decode(topic, value) {
+            Ok(event) => return Some(Ok(event)),
+            Err(WireError::Poison(rejection)) => return Some(Err(rejection)),
+            Err(WireError::Unavailable(reason)) => {
+                let delay = backoff.next_delay();
+                tracing::warn!(%reason, retry_in_ms = delay.as_millis() as u64, "schema registry unavailable");
+                std::thread::sleep(delay);
+                if stop.load(Ordering::Relaxed) {
+                    return None;
+                }
+            }
+        }
+    }
+}
+
+/// Commits, asynchronously and advisorily, the offsets the store has committed.
+fn commit_to_kafka(consumer: &BaseConsumer<ProjectorContext>, shared: &ConsumerShared) {
+    let pending = std::mem::take(
+        &mut *shared.pending_kafka_commit.lock().unwrap_or_else(std::sync::PoisonError::into_inner),
+    );
+    if pending.is_empty() {
+        return;
+    }
+    let mut offsets = TopicPartitionList::new();
+    for ((topic, partition), next_offset) in pending {
+        if let Err(error) = offsets.add_partition_offset(&topic, partition, Offset::Offset(next_offset)) {
+            tracing::debug!(%error, "offset not committed to Kafka");
+        }
+    }
+    if let Err(error) = consumer.commit(&offsets, CommitMode::Async) {
+        // Advisory only: the store's checkpoints are what a restart reads.
+        tracing::debug!(%error, "advisory Kafka commit failed");
+    }
+}
