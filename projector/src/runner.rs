@@ -127,14 +127,7 @@ pub async fn run_file_source(
     options: RunOptions,
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<RunTotals> {
-    let checkpoints = store
-        .checkpoints(version, source.source_id())
-        .await
-        .context("failed to read checkpoints")?
-        .into_iter()
-        .map(|checkpoint| (checkpoint.stream, checkpoint.next_offset))
-        .collect();
-    let feed = start_file_reader(source, checkpoints, &options)?;
+    let feed = start_file_feed(store.as_ref(), version, source, &options).await?;
     run(store, version, feed, Box::new(dead_letters), Arc::new(NoObserver), options, shutdown).await
 }
 
@@ -371,13 +364,21 @@ impl Backoff {
     }
 }
 
-/// Starts the file reader thread: every file from its checkpoint on, then
-/// (when following) new files as they appear.
-fn start_file_reader(
+/// Starts the file reader thread: every file from its checkpoint in the
+/// store on, then (when following) new files as they appear.
+pub async fn start_file_feed(
+    store: &dyn Store,
+    version: ModelVersion,
     source: FileSource,
-    checkpoints: HashMap<String, i64>,
     options: &RunOptions,
 ) -> anyhow::Result<SourceFeed> {
+    let checkpoints = store
+        .checkpoints(version, source.source_id())
+        .await
+        .context("failed to read checkpoints")?
+        .into_iter()
+        .map(|checkpoint| (checkpoint.stream, checkpoint.next_offset))
+        .collect();
     // One batch of decoded events waits while the current one is projected.
     let (sender, receiver) = mpsc::channel(options.batch_size.max(1));
     let stop = Arc::new(AtomicBool::new(false));
