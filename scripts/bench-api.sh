@@ -34,7 +34,7 @@ query_api=target/release/query-api
 
 echo "generating and projecting $works works"
 "$projector" generate --works "$works" --seed 7 --events-per-segment 50000 --out "$work_directory/events" >/dev/null
-"$projector" run --source "file://$work_directory/events" --data-dir "$work_directory/data" --exit-when-caught-up >/dev/null
+"$projector" run --source "file://$work_directory/events" --data-dir "$work_directory/data" --admin-listen 127.0.0.1:0 --exit-when-caught-up >/dev/null
 export BENCH_API_KEY
 BENCH_API_KEY=$("$query_api" keys --data-dir "$work_directory/data" issue --partner "Load benchmark" \
     --scopes rights:read --rate-limit 1000000000 2>/dev/null)

@@ -24,7 +24,7 @@ echo "generated $events events ($(du -sh "$work_directory/events" | cut -f1) of 
 
 start=$(date +%s.%N)
 /usr/bin/time -v "$projector" run --source "file://$work_directory/events" --data-dir "$work_directory/data" \
-    --batch-size "$batch_size" --exit-when-caught-up >"$work_directory/summary.json" 2>"$work_directory/time.txt"
+    --batch-size "$batch_size" --admin-listen 127.0.0.1:0 --exit-when-caught-up >"$work_directory/summary.json" 2>"$work_directory/time.txt"
 end=$(date +%s.%N)
 
 python3 - "$work_directory" "$start" "$end" <<'PY'

@@ -62,7 +62,12 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     source.files().context("failed to read the events directory")?;
     let dead_letters = DeadLetterFile::open(&cli.data_dir.join("dead-letters").join("service-events.jsonl"))
         .context("failed to open the dead-letter file")?;
-    let options = RunOptions { batch_size: 5_000, linger: Duration::from_millis(100), exit_when_caught_up: false, poll_interval: Duration::from_secs(1) };
+    let options = RunOptions {
+        batch_size: 5_000,
+        linger: Duration::from_millis(100),
+        exit_when_caught_up: false,
+        poll_interval: Duration::from_secs(1),
+    };
     let projection_store: Arc<dyn Store> = Arc::new(store.clone());
     let projection = tokio::spawn(run_file_source(
         projection_store,

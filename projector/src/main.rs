@@ -14,9 +14,7 @@ use projector::dead_letter::DeadLetterFile;
 use projector::generate::{GenerateOptions, generate};
 use projector::metrics::{AdminState, Observers, ProjectorMetrics, admin_router};
 use projector::progress::PartitionBoard;
-use projector::runner::{
-    BatchObserver, DeadLetterSink, RunOptions, RunTotals, SourceFeed, run, start_file_feed,
-};
+use projector::runner::{BatchObserver, DeadLetterSink, RunOptions, RunTotals, SourceFeed, run, start_file_feed};
 use projector::source::file::FileSource;
 use projector::source::kafka::KafkaSettings;
 use projector::source::kafka::consumer::{ConsumerOptions, ConsumerShared, start_consumer};
@@ -295,44 +293,47 @@ async fn project(
     };
     let store: Arc<dyn Store> = Arc::new(store);
     let metrics = Arc::new(ProjectorMetrics::new(version, rebuild).context("failed to register metrics")?);
-    let (feed, dead_letters, kafka): (SourceFeed, Box<dyn DeadLetterSink>, Option<Arc<ConsumerShared>>) =
-        if let Some(directory) = source.strip_prefix("file://") {
-            let source = FileSource::new(&PathBuf::from(directory), contract);
-            source.files().context("failed to read the source directory")?;
-            let dead_letter_dir =
-                tuning.dead_letter_dir.clone().unwrap_or_else(|| store_arguments.data_dir.join("dead-letters"));
-            let file_name: String = source
-                .source_id()
-                .chars()
-                .map(|character| if character.is_ascii_alphanumeric() { character } else { '_' })
-                .collect();
-            let dead_letters = DeadLetterFile::open(&dead_letter_dir.join(format!("{file_name}.jsonl")))
-                .context("failed to open the dead-letter file")?;
-            tracing::info!(dead_letters = %dead_letters.path().display(), "dead letters go to a file");
-            let feed = start_file_feed(store.as_ref(), version, source, &options).await?;
-            (feed, Box::new(dead_letters), None)
-        } else if let Some(servers) = KafkaSettings::bootstrap_servers_of(source) {
-            let settings = tuning.kafka.settings(servers);
-            let schema_ids = match (&tuning.schema_registry_url, &tuning.schema_id_map) {
-                (Some(url), _) => SchemaIds::Registry(url.clone()),
-                (None, Some(map)) => SchemaIds::LocalMap(map.clone()),
-                (None, None) => SchemaIds::Unavailable,
-            };
-            let shared = Arc::new(ConsumerShared::new(Arc::new(PartitionBoard::new(Duration::from_secs(
-                tuning.stall_after_seconds,
-            )))));
-            let consumer_options = ConsumerOptions {
-                schema_ids,
-                writer_schema_dir: tuning.writer_schema_dir.clone(),
-                channel_capacity: options.batch_size,
-            };
-            let dead_letters = DeadLetterTopic::new(&settings)?;
-            tracing::info!(group = %settings.group_id, dead_letter_topic = %settings.dead_letter_topic, "consuming from Kafka");
-            let feed = start_consumer(settings, contract, consumer_options, Arc::clone(&shared))?;
-            (feed, Box::new(dead_letters), Some(shared))
-        } else {
-            bail!("unsupported source {source:?}: expected file://DIRECTORY or kafka://HOST:PORT");
+    let (feed, dead_letters, kafka): (SourceFeed, Box<dyn DeadLetterSink>, Option<Arc<ConsumerShared>>) = if let Some(
+        directory,
+    ) =
+        source.strip_prefix("file://")
+    {
+        let source = FileSource::new(&PathBuf::from(directory), contract);
+        source.files().context("failed to read the source directory")?;
+        let dead_letter_dir =
+            tuning.dead_letter_dir.clone().unwrap_or_else(|| store_arguments.data_dir.join("dead-letters"));
+        let file_name: String = source
+            .source_id()
+            .chars()
+            .map(|character| if character.is_ascii_alphanumeric() { character } else { '_' })
+            .collect();
+        let dead_letters = DeadLetterFile::open(&dead_letter_dir.join(format!("{file_name}.jsonl")))
+            .context("failed to open the dead-letter file")?;
+        tracing::info!(dead_letters = %dead_letters.path().display(), "dead letters go to a file");
+        let feed = start_file_feed(store.as_ref(), version, source, &options).await?;
+        (feed, Box::new(dead_letters), None)
+    } else if let Some(servers) = KafkaSettings::bootstrap_servers_of(source) {
+        let settings = tuning.kafka.settings(servers);
+        let schema_ids = match (&tuning.schema_registry_url, &tuning.schema_id_map) {
+            (Some(url), _) => SchemaIds::Registry(url.clone()),
+            (None, Some(map)) => SchemaIds::LocalMap(map.clone()),
+            (None, None) => SchemaIds::Unavailable,
         };
+        let shared = Arc::new(ConsumerShared::new(Arc::new(PartitionBoard::new(Duration::from_secs(
+            tuning.stall_after_seconds,
+        )))));
+        let consumer_options = ConsumerOptions {
+            schema_ids,
+            writer_schema_dir: tuning.writer_schema_dir.clone(),
+            channel_capacity: options.batch_size,
+        };
+        let dead_letters = DeadLetterTopic::new(&settings)?;
+        tracing::info!(group = %settings.group_id, dead_letter_topic = %settings.dead_letter_topic, "consuming from Kafka");
+        let feed = start_consumer(settings, contract, consumer_options, Arc::clone(&shared))?;
+        (feed, Box::new(dead_letters), Some(shared))
+    } else {
+        bail!("unsupported source {source:?}: expected file://DIRECTORY or kafka://HOST:PORT");
+    };
     tracing::info!(source = %feed.source_id, %version, rebuild, "projecting");
 
     let mut observers: Vec<Arc<dyn BatchObserver>> = vec![Arc::clone(&metrics) as Arc<dyn BatchObserver>];

@@ -42,7 +42,10 @@ impl ProjectorMetrics {
     pub fn new(version: ModelVersion, rebuild: bool) -> Result<ProjectorMetrics, prometheus::Error> {
         let registry = Registry::new();
         let events = IntCounterVec::new(
-            Opts::new("lcc_projector_events_total", "Events committed, by outcome: applied, skipped_duplicate, parked."),
+            Opts::new(
+                "lcc_projector_events_total",
+                "Events committed, by outcome: applied, skipped_duplicate, parked.",
+            ),
             &["outcome"],
         )?;
         let batches = IntCounter::new("lcc_projector_batches_total", "Batches committed to the store.")?;
@@ -53,10 +56,16 @@ impl ProjectorMetrics {
             )
             .buckets(vec![0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0]),
         )?;
-        let rebalances = IntCounter::new("lcc_projector_rebalances_total", "Consumer-group rebalances (assignments and revocations).")?;
+        let rebalances = IntCounter::new(
+            "lcc_projector_rebalances_total",
+            "Consumer-group rebalances (assignments and revocations).",
+        )?;
         let partition = ["topic", "partition"];
         let lag_messages = IntGaugeVec::new(
-            Opts::new("lcc_projector_partition_lag_messages", "Messages on the broker not yet applied, per assigned partition."),
+            Opts::new(
+                "lcc_projector_partition_lag_messages",
+                "Messages on the broker not yet applied, per assigned partition.",
+            ),
             &partition,
         )?;
         let lag_seconds = GaugeVec::new(
@@ -67,12 +76,16 @@ impl ProjectorMetrics {
             &partition,
         )?;
         let stalled = IntGaugeVec::new(
-            Opts::new("lcc_projector_partition_stalled", "1 when a partition has lag but made no progress for the stall time."),
+            Opts::new(
+                "lcc_projector_partition_stalled",
+                "1 when a partition has lag but made no progress for the stall time.",
+            ),
             &partition,
         )?;
         let source_up = IntGauge::new("lcc_projector_source_up", "1 when the event source (the broker) is reachable.")?;
         let model_version = IntGauge::new("lcc_projector_model_version", "The model version this projector writes.")?;
-        let rebuilding = IntGauge::new("lcc_projector_rebuild", "1 when this projector is rebuilding a model version.")?;
+        let rebuilding =
+            IntGauge::new("lcc_projector_rebuild", "1 when this projector is rebuilding a model version.")?;
         let build = IntGaugeVec::new(Opts::new("lcc_projector_build_info", "The running build."), &["version"])?;
         model_version.set(i64::from(version.0));
         rebuilding.set(i64::from(rebuild));

@@ -120,8 +120,7 @@ impl PartitionBoard {
                 .iter()
                 .filter(|(_, progress)| progress.assigned)
                 .map(|((topic, partition), progress)| {
-                    let lag_messages =
-                        progress.high_watermark.map_or(0, |high| (high - progress.next_offset).max(0));
+                    let lag_messages = progress.high_watermark.map_or(0, |high| (high - progress.next_offset).max(0));
                     let lag_seconds = match (lag_messages, progress.last_recorded_at) {
                         (0, _) | (_, None) => 0.0,
                         (_, Some(at)) => ((now_millis - at.0) as f64 / 1_000.0).max(0.0),

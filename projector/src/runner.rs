@@ -163,6 +163,14 @@ pub async fn run(
             }
             message = receiver.recv() => Step::Received(message),
             () = tokio::time::sleep_until(linger_deadline), if !batch.is_empty() => Step::LingerElapsed,
+            // A batch that commits is reported at once, not when the next one starts:
+            // the source's progress (Kafka commits, lag, caught up) follows the store.
+            written = async { (&mut in_flight.as_mut().expect("guarded by is_some").task).await }, if in_flight.is_some() => {
+                if let Some(written_batch) = in_flight.take() {
+                    record(written_batch, written, &mut totals, observer.as_ref())?;
+                }
+                continue;
+            }
         };
         let (flush, end, barrier) = match step {
             Step::LingerElapsed => (true, false, None),
@@ -230,6 +238,8 @@ pub async fn run(
 }
 
 /// What woke the loop.
+// Lives for one iteration; boxing the message would cost an allocation per event.
+#[allow(clippy::large_enum_variant)]
 enum Step {
     Received(Option<SourceMessage>),
     LingerElapsed,
@@ -240,10 +250,8 @@ fn with_originals(parked: &[(Position, Rejection)], batch: &[SourcedEvent]) -> V
     if parked.is_empty() {
         return Vec::new();
     }
-    let originals: HashMap<&Position, &Arc<OriginalMessage>> = batch
-        .iter()
-        .filter_map(|event| event.original.as_ref().map(|original| (&event.position, original)))
-        .collect();
+    let originals: HashMap<&Position, &Arc<OriginalMessage>> =
+        batch.iter().filter_map(|event| event.original.as_ref().map(|original| (&event.position, original))).collect();
     parked
         .iter()
         .map(|(position, rejection)| ParkedEvent {
@@ -330,9 +338,24 @@ impl InFlight {
 }
 
 /// Waits for the batch in flight to commit, counts it and reports it.
-async fn finish(in_flight: Option<InFlight>, totals: &mut RunTotals, observer: &dyn BatchObserver) -> anyhow::Result<()> {
-    let Some(in_flight) = in_flight else { return Ok(()) };
-    in_flight.task.await.context("the batch write task failed")?.context("failed to write a batch")?;
+async fn finish(
+    in_flight: Option<InFlight>,
+    totals: &mut RunTotals,
+    observer: &dyn BatchObserver,
+) -> anyhow::Result<()> {
+    let Some(mut in_flight) = in_flight else { return Ok(()) };
+    let written = (&mut in_flight.task).await;
+    record(in_flight, written, totals, observer)
+}
+
+/// Counts and reports a batch whose write task ended with `written`.
+fn record(
+    in_flight: InFlight,
+    written: Result<Result<(), StoreError>, tokio::task::JoinError>,
+    totals: &mut RunTotals,
+    observer: &dyn BatchObserver,
+) -> anyhow::Result<()> {
+    written.context("the batch write task failed")?.context("failed to write a batch")?;
     observer.batch_committed(&CommittedBatch {
         checkpoints: &in_flight.batch.checkpoints,
         last_recorded_at: &in_flight.last_recorded_at,

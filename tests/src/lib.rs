@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 
 use rusqlite::types::ValueRef;
 
+pub mod kafka;
+
 /// The path of a workspace binary, built once per test process.
 pub fn binary(name: &str) -> PathBuf {
     static BUILT: OnceLock<()> = OnceLock::new();
@@ -46,7 +48,11 @@ pub fn project(events: &Path, data: &Path, batch_size: usize) -> RunSummary {
     let output =
         projector_command(events, data, batch_size).stderr(Stdio::inherit()).output().expect("projector starts");
     assert!(output.status.success(), "projector failed: {:?}", output.status);
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    summary_of(&String::from_utf8_lossy(&output.stdout))
+}
+
+/// The summary on the last line of a projector run's standard output.
+pub fn summary_of(stdout: &str) -> RunSummary {
     let line = stdout.lines().last().expect("a summary line");
     let json: serde_json::Value = serde_json::from_str(line).expect("summary is JSON");
     let number = |key: &str| json[key].as_u64().expect("a count");
@@ -76,6 +82,7 @@ pub fn following_projector_command(events: &Path, data: &Path, batch_size: usize
         .arg(data)
         .arg("--batch-size")
         .arg(batch_size.to_string())
+        .args(["--admin-listen", "127.0.0.1:0"])
         .env("RUST_LOG", "warn")
         .stdout(Stdio::piped());
     command

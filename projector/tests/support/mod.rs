@@ -52,7 +52,12 @@ impl Projection {
         let source = FileSource::new(events, Arc::new(Contract::load().expect("contract")));
         let letters = DeadLetterFile::open(&self.dead_letter_path(events)).expect("dead letters");
         let store: Arc<dyn Store> = Arc::new(self.store.clone());
-        let options = RunOptions { batch_size, linger: Duration::from_millis(100), exit_when_caught_up: true, poll_interval: Duration::from_millis(10) };
+        let options = RunOptions {
+            batch_size,
+            linger: Duration::from_millis(100),
+            exit_when_caught_up: true,
+            poll_interval: Duration::from_millis(10),
+        };
         run_file_source(store, ModelVersion(1), source, letters, options, std::future::pending()).await.expect("run")
     }
 

@@ -40,7 +40,12 @@ pub struct Service {
 async fn project(store: &SqliteStore, events: &Path, dead_letters: &Path) {
     let source = FileSource::new(events, Arc::new(Contract::load().expect("contract")));
     let letters = DeadLetterFile::open(dead_letters).expect("dead letters");
-    let options = RunOptions { batch_size: 5_000, linger: Duration::from_millis(100), exit_when_caught_up: true, poll_interval: Duration::from_millis(10) };
+    let options = RunOptions {
+        batch_size: 5_000,
+        linger: Duration::from_millis(100),
+        exit_when_caught_up: true,
+        poll_interval: Duration::from_millis(10),
+    };
     let store: Arc<dyn Store> = Arc::new(store.clone());
     run_file_source(store, ModelVersion(1), source, letters, options, std::future::pending())
         .await

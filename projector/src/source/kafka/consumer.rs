@@ -132,7 +132,10 @@ impl ConsumerContext for ProjectorContext {
                     }
                 }
                 self.shared.board.assigned(&assignment);
-                tracing::info!(partitions = assignment.len(), "partitions assigned; resuming from the store's checkpoints");
+                tracing::info!(
+                    partitions = assignment.len(),
+                    "partitions assigned; resuming from the store's checkpoints"
+                );
                 if let Err(error) = consumer.assign(partitions) {
                     tracing::error!(%error, "assignment failed");
                 }
@@ -315,9 +318,8 @@ fn decode_with_retry(
 
 /// Commits, asynchronously and advisorily, the offsets the store has committed.
 fn commit_to_kafka(consumer: &BaseConsumer<ProjectorContext>, shared: &ConsumerShared) {
-    let pending = std::mem::take(
-        &mut *shared.pending_kafka_commit.lock().unwrap_or_else(std::sync::PoisonError::into_inner),
-    );
+    let pending =
+        std::mem::take(&mut *shared.pending_kafka_commit.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
     if pending.is_empty() {
         return;
     }

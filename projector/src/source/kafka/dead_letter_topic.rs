@@ -21,10 +21,11 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::error::KafkaError;
 use rdkafka::message::{Header, Headers, Message, OwnedHeaders};
 use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
-use rdkafka::{ClientContext, ClientConfig};
+use rdkafka::{ClientConfig, ClientContext};
 use read_model::calendar::Timestamp;
 use serde::Serialize;
 
@@ -72,7 +73,7 @@ impl CheckedProducer {
         loop {
             match self.producer.send(record) {
                 Ok(()) => return Ok(()),
-                Err((rdkafka::error::KafkaError::MessageProduction(rdkafka::types::RDKafkaErrorCode::QueueFull), back)) => {
+                Err((KafkaError::MessageProduction(rdkafka::types::RDKafkaErrorCode::QueueFull), back)) => {
                     record = back;
                     self.producer.poll(Duration::from_millis(100));
                 }
@@ -201,7 +202,10 @@ impl ParkedRecord {
     }
 }
 
-/// Reads the dead-letter topic from `start` (per partition) to its current end.
+/// Reads the dead-letter topic from `start` (per partition) to its current
+/// end, told by the end-of-partition events of fetching (which follow the
+/// fetch responses' high watermarks). Returns the records and the next
+/// offset of each partition.
 fn read_to_end(
     consumer: &BaseConsumer,
     topic: &str,
@@ -214,29 +218,32 @@ fn read_to_end(
         .filter(|candidate| candidate.name() == topic && candidate.error().is_none())
         .flat_map(|candidate| candidate.partitions().iter().map(|partition| partition.id()))
         .collect();
+    if partitions.is_empty() {
+        bail!("the dead-letter topic {topic} does not exist");
+    }
     let mut assignment = TopicPartitionList::new();
-    let mut ends = BTreeMap::new();
+    let mut next = BTreeMap::new();
     for partition in &partitions {
-        let (_, high) = consumer.fetch_watermarks(topic, *partition, TIMEOUT).context("failed to read watermarks")?;
-        ends.insert(*partition, high);
-        assignment.add_partition_offset(topic, *partition, start(*partition)).context("bad start offset")?;
+        let offset = start(*partition);
+        if let Offset::Offset(at) = offset {
+            next.insert(*partition, at);
+        }
+        assignment.add_partition_offset(topic, *partition, offset).context("bad start offset")?;
     }
     consumer.assign(&assignment).context("failed to assign the dead-letter topic")?;
-    let mut next: BTreeMap<i32, i64> = partitions.iter().map(|partition| (*partition, 0)).collect();
-    for element in assignment.elements() {
-        if let Offset::Offset(offset) = element.offset() {
-            next.insert(element.partition(), offset);
-        }
-    }
     let mut records = Vec::new();
-    let done = |next: &BTreeMap<i32, i64>| ends.iter().all(|(partition, end)| next.get(partition).is_some_and(|at| at >= end));
+    let mut at_end = HashSet::new();
     let mut idle_polls = 0;
-    while !done(&next) {
+    while at_end.len() < partitions.len() {
         match consumer.poll(Duration::from_millis(500)) {
             Some(Ok(message)) => {
                 idle_polls = 0;
+                at_end.remove(&message.partition());
                 next.insert(message.partition(), message.offset() + 1);
                 records.push(ParkedRecord::of(&message));
+            }
+            Some(Err(KafkaError::PartitionEOF(partition))) => {
+                at_end.insert(partition);
             }
             Some(Err(error)) => return Err(error).context("failed to read the dead-letter topic"),
             None => {
@@ -257,6 +264,7 @@ pub fn list_dead_letters(settings: &KafkaSettings) -> anyhow::Result<Vec<ParkedR
         .client_config()
         .set("group.id", format!("{}.dead-letter-list", settings.group_id))
         .set("enable.auto.commit", "false")
+        .set("enable.partition.eof", "true")
         .create()
         .context("failed to create the Kafka consumer")?;
     let (records, _) = read_to_end(&consumer, &settings.dead_letter_topic, |_| Offset::Beginning)?;
@@ -279,6 +287,7 @@ pub fn redrive_dead_letters(settings: &KafkaSettings) -> anyhow::Result<Vec<Park
         .client_config()
         .set("group.id", format!("{}.redrive", settings.group_id))
         .set("enable.auto.commit", "false")
+        .set("enable.partition.eof", "true")
         .create()
         .context("failed to create the Kafka consumer")?;
     let topic = &settings.dead_letter_topic;

@@ -1,0 +1,197 @@
+//! Real Kafka parts for the end-to-end tests: a `tansu` broker on a free
+//! port, the independent Python producer and schema registry of
+//! `tests/kafka/`, and the projector binary pointed at them.
+//!
+//! Without `tansu` (installed by `.ci/run`) a test says it was skipped,
+//! except under CI, where a missing broker fails it.
+
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::{binary, external_tool_available, free_port, workspace_root};
+
+/// A running `tansu` broker, killed when dropped.
+#[derive(Debug)]
+pub struct Broker {
+    child: Option<Child>,
+    pub port: u16,
+    storage: PathBuf,
+}
+
+impl Broker {
+    /// Starts a broker on a free port with its data under `storage`, or
+    /// `None` when tansu is not installed (outside CI).
+    pub fn start(storage: &Path) -> Option<Broker> {
+        if !external_tool_available("tansu") {
+            return None;
+        }
+        let mut broker = Broker { child: None, port: free_port(), storage: storage.to_path_buf() };
+        broker.launch();
+        Some(broker)
+    }
+
+    fn launch(&mut self) {
+        std::fs::create_dir_all(&self.storage).expect("broker storage");
+        let listener = format!("tcp://127.0.0.1:{}", self.port);
+        let child = Command::new("tansu")
+            .arg("broker")
+            .args(["--listener-url", &listener, "--advertised-listener-url", &listener])
+            .args(["--storage-engine", "memory://tansu/"])
+            .env("RUST_LOG", "warn")
+            .current_dir(&self.storage)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("tansu starts");
+        self.child = Some(child);
+        wait_for_port(self.port, Duration::from_secs(30));
+    }
+
+    pub fn bootstrap(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// The projector's `--source` for this broker.
+    pub fn source(&self) -> String {
+        format!("kafka://{}", self.bootstrap())
+    }
+
+    /// Kills the broker (SIGKILL).
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts it again on the same port.
+    pub fn restart(&mut self) {
+        self.kill();
+        self.launch();
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Waits until something accepts connections on `port`.
+pub fn wait_for_port(port: u16, timeout: Duration) {
+    let started = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(started.elapsed() < timeout, "nothing listens on port {port} after {timeout:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Runs `tests/kafka/produce.py` with `arguments`; returns its JSON summary.
+pub fn python_producer(arguments: &[&str]) -> serde_json::Value {
+    let script = workspace_root().join("tests/kafka/produce.py");
+    let output =
+        Command::new("python3").arg(&script).args(arguments).stderr(Stdio::inherit()).output().expect("python3 runs");
+    assert!(output.status.success(), "produce.py {arguments:?} failed: {:?}", output.status);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    serde_json::from_str(stdout.lines().last().expect("a summary line")).expect("summary is JSON")
+}
+
+/// Creates the six topics (and any extra ones) with `partitions` partitions.
+pub fn create_topics(broker: &Broker, prefix: &str, partitions: u32, extra: &[&str]) {
+    let partitions = partitions.to_string();
+    let bootstrap = broker.bootstrap();
+    let mut arguments = vec!["topics", "--bootstrap", bootstrap.as_str(), "--prefix", prefix];
+    arguments.extend(["--partitions", partitions.as_str()]);
+    for topic in extra {
+        arguments.extend(["--extra-topic", topic]);
+    }
+    python_producer(&arguments);
+}
+
+/// The test schema registry, serving the ids produce.py registers in `directory`.
+#[derive(Debug)]
+pub struct SchemaRegistry {
+    child: Child,
+    pub url: String,
+}
+
+impl SchemaRegistry {
+    pub fn start(directory: &Path) -> SchemaRegistry {
+        std::fs::create_dir_all(directory).expect("schema directory");
+        let port_file = directory.join("registry.port");
+        let child = Command::new("python3")
+            .arg(workspace_root().join("tests/kafka/schema_registry.py"))
+            .arg("--dir")
+            .arg(directory)
+            .arg("--port-file")
+            .arg(&port_file)
+            .spawn()
+            .expect("the registry starts");
+        let started = Instant::now();
+        let port = loop {
+            if let Ok(text) = std::fs::read_to_string(&port_file) {
+                break text.trim().parse::<u16>().expect("a port");
+            }
+            assert!(started.elapsed() < Duration::from_secs(20), "the registry did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        SchemaRegistry { child, url: format!("http://127.0.0.1:{port}") }
+    }
+}
+
+impl Drop for SchemaRegistry {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `projector run` against the broker, with an isolated store and a free admin port.
+pub fn kafka_projector_command(broker: &Broker, data: &Path, group: &str, prefix: &str) -> Command {
+    let mut command = Command::new(binary("projector"));
+    command
+        .args(["run", "--source", &broker.source()])
+        .arg("--data-dir")
+        .arg(data)
+        .args(["--kafka-group-id", group, "--kafka-topic-prefix", prefix])
+        .args(["--dead-letter-topic", &format!("{prefix}dead-letters")])
+        .args(["--admin-listen", "127.0.0.1:0", "--batch-size", "500", "--batch-linger-ms", "50"])
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped());
+    command
+}
+
+/// The JSON lines `projector dead-letters list` prints.
+pub fn list_dead_letters(broker: &Broker, group: &str, prefix: &str) -> Vec<serde_json::Value> {
+    dead_letter_command(broker, group, prefix, "list")
+}
+
+/// Re-drives the parked events; returns the JSON lines printed.
+pub fn redrive_dead_letters(broker: &Broker, group: &str, prefix: &str) -> Vec<serde_json::Value> {
+    dead_letter_command(broker, group, prefix, "redrive")
+}
+
+fn dead_letter_command(broker: &Broker, group: &str, prefix: &str, verb: &str) -> Vec<serde_json::Value> {
+    let output = Command::new(binary("projector"))
+        .args(["dead-letters", verb, "--source", &broker.source()])
+        .args(["--kafka-group-id", group, "--kafka-topic-prefix", prefix])
+        .args(["--dead-letter-topic", &format!("{prefix}dead-letters")])
+        .env("RUST_LOG", "warn")
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("projector runs");
+    assert!(output.status.success(), "projector dead-letters {verb} failed: {:?}", output.status);
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("a JSON line"))
+        .collect()
+}
+
+/// Runs a projector command to completion with `--exit-when-caught-up`.
+pub fn project_until_caught_up(mut command: Command) -> crate::RunSummary {
+    let output = command.arg("--exit-when-caught-up").stderr(Stdio::inherit()).output().expect("projector starts");
+    assert!(output.status.success(), "projector failed: {:?}", output.status);
+    crate::summary_of(&String::from_utf8_lossy(&output.stdout))
+}
