@@ -129,7 +129,10 @@ impl ProjectorMetrics {
             for report in kafka.board.report() {
                 let partition = report.partition.to_string();
                 let labels = [report.topic.as_str(), partition.as_str()];
-                self.lag_messages.with_label_values(&labels).set(report.lag_messages);
+                // A partition whose high watermark is not known yet has no lag series, rather than a false 0.
+                if let Some(lag_messages) = report.lag_messages {
+                    self.lag_messages.with_label_values(&labels).set(lag_messages);
+                }
                 self.lag_seconds.with_label_values(&labels).set(report.lag_seconds);
                 self.stalled.with_label_values(&labels).set(i64::from(report.stalled));
             }

@@ -39,8 +39,9 @@ struct PartitionProgress {
 pub struct PartitionReport {
     pub topic: String,
     pub partition: i32,
-    /// Messages on the broker not yet applied.
-    pub lag_messages: i64,
+    /// Messages on the broker not yet applied; `None` until the broker's
+    /// high watermark of the partition is known.
+    pub lag_messages: Option<i64>,
     /// Now minus the recorded-at time of the last applied event, while
     /// messages are pending; zero when none are.
     pub lag_seconds: f64,
@@ -120,17 +121,18 @@ impl PartitionBoard {
                 .iter()
                 .filter(|(_, progress)| progress.assigned)
                 .map(|((topic, partition), progress)| {
-                    let lag_messages = progress.high_watermark.map_or(0, |high| (high - progress.next_offset).max(0));
+                    let lag_messages = progress.high_watermark.map(|high| (high - progress.next_offset).max(0));
                     let lag_seconds = match (lag_messages, progress.last_recorded_at) {
-                        (0, _) | (_, None) => 0.0,
-                        (_, Some(at)) => ((now_millis - at.0) as f64 / 1_000.0).max(0.0),
+                        (Some(pending), Some(at)) if pending > 0 => ((now_millis - at.0) as f64 / 1_000.0).max(0.0),
+                        _ => 0.0,
                     };
                     PartitionReport {
                         topic: topic.clone(),
                         partition: *partition,
                         lag_messages,
                         lag_seconds,
-                        stalled: lag_messages > 0 && now.duration_since(progress.last_progress) >= self.stall_after,
+                        stalled: lag_messages.is_some_and(|pending| pending > 0)
+                            && now.duration_since(progress.last_progress) >= self.stall_after,
                     }
                 })
                 .collect()
@@ -139,13 +141,14 @@ impl PartitionBoard {
         reports
     }
 
-    /// Whether every assigned partition has applied all the broker holds (as last seen).
+    /// Whether partitions are assigned and every one has applied all the
+    /// broker holds (as last seen). An instance holding no partition is not
+    /// caught up: it may be waiting for a rebalance to give it some.
     pub fn caught_up(&self) -> bool {
         self.with(|partitions| {
-            partitions
-                .values()
-                .filter(|progress| progress.assigned)
-                .all(|progress| progress.high_watermark.is_some_and(|high| progress.next_offset >= high))
+            let mut assigned = partitions.values().filter(|progress| progress.assigned).peekable();
+            assigned.peek().is_some()
+                && assigned.all(|progress| progress.high_watermark.is_some_and(|high| progress.next_offset >= high))
         })
     }
 }
@@ -168,9 +171,9 @@ mod tests {
         board.applied(&[checkpoint(0, 20)], &[("works".into(), 0, ten_seconds_ago)]);
         let reports = board.report();
         assert_eq!(reports.len(), 2);
-        assert_eq!(reports[0].lag_messages, 5);
+        assert_eq!(reports[0].lag_messages, Some(5));
         assert!((9.0..20.0).contains(&reports[0].lag_seconds), "{}", reports[0].lag_seconds);
-        assert_eq!((reports[1].lag_messages, reports[1].lag_seconds), (0, 0.0));
+        assert_eq!((reports[1].lag_messages, reports[1].lag_seconds), (Some(0), 0.0));
         assert!(!board.caught_up());
         board.applied(&[checkpoint(0, 25)], &[]);
         assert!(board.caught_up());
@@ -189,10 +192,11 @@ mod tests {
     }
 
     #[test]
-    fn nothing_assigned_is_caught_up_but_an_unknown_watermark_is_not() {
+    fn neither_nothing_assigned_nor_an_unknown_watermark_is_caught_up() {
         let board = PartitionBoard::new(Duration::from_secs(60));
-        assert!(board.caught_up());
+        assert!(!board.caught_up());
         board.assigned(&[("works".into(), 0, 0)]);
         assert!(!board.caught_up());
+        assert_eq!(board.report()[0].lag_messages, None, "unknown, not zero");
     }
 }

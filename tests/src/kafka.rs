@@ -150,6 +150,17 @@ impl Drop for SchemaRegistry {
 
 /// `projector run` against the broker, with an isolated store and a free admin port.
 pub fn kafka_projector_command(broker: &Broker, data: &Path, group: &str, prefix: &str) -> Command {
+    kafka_projector_command_with_admin(broker, data, group, prefix, "127.0.0.1:0")
+}
+
+/// `projector run` against the broker, with its admin listener on `admin`.
+pub fn kafka_projector_command_with_admin(
+    broker: &Broker,
+    data: &Path,
+    group: &str,
+    prefix: &str,
+    admin: &str,
+) -> Command {
     let mut command = Command::new(binary("projector"));
     command
         .args(["run", "--source", &broker.source()])
@@ -157,7 +168,7 @@ pub fn kafka_projector_command(broker: &Broker, data: &Path, group: &str, prefix
         .arg(data)
         .args(["--kafka-group-id", group, "--kafka-topic-prefix", prefix])
         .args(["--dead-letter-topic", &format!("{prefix}dead-letters")])
-        .args(["--admin-listen", "127.0.0.1:0", "--batch-size", "500", "--batch-linger-ms", "50"])
+        .args(["--admin-listen", admin, "--batch-size", "500", "--batch-linger-ms", "50"])
         .env("RUST_LOG", "warn")
         .stdout(Stdio::piped());
     command

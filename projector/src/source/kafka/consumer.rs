@@ -81,8 +81,6 @@ struct ProjectorContext {
     settings: KafkaSettings,
     sender: mpsc::Sender<SourceMessage>,
     shared: Arc<ConsumerShared>,
-    /// Whether an assignment has been received since the start.
-    assigned_once: AtomicBool,
 }
 
 impl ClientContext for ProjectorContext {
@@ -100,8 +98,10 @@ impl ClientContext for ProjectorContext {
     fn error(&self, error: KafkaError, reason: &str) {
         if is_transport_error(&error) {
             self.shared.broker_reachable.store(false, Ordering::Relaxed);
+            tracing::debug!(%error, %reason, "kafka transport error");
+        } else {
+            tracing::warn!(%error, %reason, "kafka client error");
         }
-        tracing::warn!(%error, %reason, "kafka client error");
     }
 }
 
@@ -139,7 +139,6 @@ impl ConsumerContext for ProjectorContext {
                 if let Err(error) = consumer.assign(partitions) {
                     tracing::error!(%error, "assignment failed");
                 }
-                self.assigned_once.store(true, Ordering::Relaxed);
                 self.shared.broker_reachable.store(true, Ordering::Relaxed);
             }
             RDKafkaRespErr::RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS => {
@@ -206,12 +205,7 @@ pub fn start_consumer(
     let (sender, receiver) = mpsc::channel(options.channel_capacity.max(1));
     let stop = Arc::new(AtomicBool::new(false));
     let source_id = settings.source_id();
-    let context = ProjectorContext {
-        settings: settings.clone(),
-        sender: sender.clone(),
-        shared: Arc::clone(&shared),
-        assigned_once: AtomicBool::new(false),
-    };
+    let context = ProjectorContext { settings: settings.clone(), sender: sender.clone(), shared: Arc::clone(&shared) };
     let consumer: BaseConsumer<ProjectorContext> = settings
         .client_config()
         .set("group.id", &settings.group_id)
@@ -219,7 +213,12 @@ pub fn start_consumer(
         .set("enable.auto.offset.store", "false")
         .set("auto.offset.reset", "earliest")
         .set("statistics.interval.ms", "1000")
+        // Topics created after the projector started are found within seconds.
+        .set("topic.metadata.refresh.interval.ms", "5000")
         .set("partition.assignment.strategy", "range")
+        // A member that died (SIGKILL, a lost host) loses its partitions to the others after 10 s.
+        .set("session.timeout.ms", "10000")
+        .set("heartbeat.interval.ms", "2000")
         .create_with_context(context)
         .context("failed to create the Kafka consumer")?;
     let topics: Vec<String> = Topic::ALL.iter().map(|topic| settings.topic_name(*topic)).collect();
@@ -254,7 +253,7 @@ fn consume(
         let message = match consumer.poll(Duration::from_millis(100)) {
             None => {
                 // Idle: tell the loop once per stretch of idleness that it holds everything.
-                let caught_up = consumer.context().assigned_once.load(Ordering::Relaxed) && shared.board.caught_up();
+                let caught_up = shared.board.caught_up();
                 if caught_up && !reported_caught_up && sender.blocking_send(SourceMessage::CaughtUp).is_err() {
                     return;
                 }
@@ -262,10 +261,12 @@ fn consume(
                 continue;
             }
             Some(Err(error)) => {
-                if is_transport_error(&error) {
-                    shared.broker_reachable.store(false, Ordering::Relaxed);
+                // Logged when the broker is lost, not at every poll while it stays away.
+                if is_transport_error(&error) && shared.broker_reachable.swap(false, Ordering::Relaxed) {
+                    tracing::warn!(%error, "the Kafka broker is unreachable; retrying");
+                } else if !is_transport_error(&error) {
+                    tracing::warn!(%error, "kafka poll error; retrying");
                 }
-                tracing::warn!(%error, "kafka poll error; retrying");
                 continue;
             }
             Some(Ok(message)) => message,
