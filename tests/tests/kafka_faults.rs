@@ -70,7 +70,7 @@ fn sigkill_mid_stream_then_restart_gives_the_file_projection_and_sigterm_exits_c
     assert!(killed_mid_stream >= 3, "only {killed_mid_stream} kills hit a running projector; the test proved little");
 
     // SIGTERM while following: the batch is finished, the group left, exit 0.
-    let mut following = projector().stderr(Stdio::null()).spawn().expect("starts");
+    let following = projector().stderr(Stdio::null()).spawn().expect("starts");
     std::thread::sleep(Duration::from_millis(800));
     let status =
         std::process::Command::new("kill").args(["-TERM", &following.id().to_string()]).status().expect("kill runs");
