@@ -197,7 +197,7 @@ pub async fn run(
             let pending = in_flight.as_ref().map(|write| Arc::clone(&write.batch));
             let outcome = project_with_retry(store.as_ref(), version, &source_id, &batch, pending.as_deref()).await?;
             let parked = with_originals(&outcome.parked, &batch);
-            dead_letters.park(&source_id, &parked).context("failed to park events")?;
+            park_with_retry(dead_letters.as_mut(), &source_id, &parked).await;
             finish(in_flight.take(), &mut totals, observer.as_ref()).await?;
             let last_recorded_at = last_recorded_at(&batch);
             in_flight = Some(InFlight::start(
@@ -291,9 +291,19 @@ async fn project_with_retry(
     loop {
         match project_batch(store, version, source_id, events, pending).await {
             Ok(outcome) => return Ok(outcome),
-            Err(StoreError::Unavailable(reason)) => backoff.wait(&reason).await,
+            Err(StoreError::Unavailable(reason)) => backoff.wait("store unavailable", &reason).await,
             Err(error) => return Err(error).context("failed to project a batch"),
         }
+    }
+}
+
+/// Parks events; while the dead-letter sink fails (the dead-letter topic is
+/// unreachable or missing), consumption pauses and parking is retried: the
+/// batch cannot commit before its poison events are parked.
+async fn park_with_retry(dead_letters: &mut dyn DeadLetterSink, source_id: &str, parked: &[ParkedEvent]) {
+    let mut backoff = Backoff::new();
+    while let Err(error) = dead_letters.park(source_id, parked) {
+        backoff.wait("cannot park events", &format!("{} events: {error:#}", parked.len())).await;
     }
 }
 
@@ -328,7 +338,7 @@ impl InFlight {
             let mut backoff = Backoff::new();
             loop {
                 match store.apply_batch(version, Arc::clone(&to_write)).await {
-                    Err(StoreError::Unavailable(reason)) => backoff.wait(&reason).await,
+                    Err(StoreError::Unavailable(reason)) => backoff.wait("store unavailable", &reason).await,
                     result => return result,
                 }
             }
@@ -370,7 +380,7 @@ fn record(
     Ok(())
 }
 
-/// Exponential backoff while the store is unavailable: consumption pauses, nothing is lost.
+/// Exponential backoff while the store or the dead-letter sink is unavailable: consumption pauses, nothing is lost.
 struct Backoff {
     delay: Duration,
 }
@@ -380,8 +390,8 @@ impl Backoff {
         Backoff { delay: Duration::from_millis(200) }
     }
 
-    async fn wait(&mut self, reason: &str) {
-        tracing::warn!(%reason, retry_in_ms = self.delay.as_millis() as u64, "store unavailable; retrying");
+    async fn wait(&mut self, what: &str, reason: &str) {
+        tracing::warn!(%reason, retry_in_ms = self.delay.as_millis() as u64, "{what}; retrying");
         tokio::time::sleep(self.delay).await;
         self.delay = (self.delay * 2).min(Duration::from_secs(30));
     }

@@ -206,3 +206,14 @@ pub fn project_until_caught_up(mut command: Command) -> crate::RunSummary {
     assert!(output.status.success(), "projector failed: {:?}", output.status);
     crate::summary_of(&String::from_utf8_lossy(&output.stdout))
 }
+
+/// A child process killed when dropped, so a failing test leaves none behind.
+#[derive(Debug)]
+pub struct KillOnDrop(pub Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

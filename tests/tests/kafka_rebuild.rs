@@ -1,0 +1,178 @@
+//! Rebuild on real topics: while the live projector follows the topics into
+//! model version 1 and the query API serves it, `projector rebuild --into 2`
+//! replays every topic from the earliest offset into version 2;
+//! `projector activate 2` switches the running API without a restart and
+//! without one failed request; version 1 can then be dropped.
+
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use end_to_end_tests::kafka::{
+    Broker, KillOnDrop, create_topics, kafka_projector_command_with_admin, python_producer, wait_for_port,
+};
+use end_to_end_tests::{
+    BASE_PATH, assert_same_documents, binary, dump_documents, free_port, http, issue_production_key,
+};
+use projector::generate::{GenerateOptions, generate};
+
+fn projector(arguments: &[&str], data: &std::path::Path) -> String {
+    let output = Command::new(binary("projector"))
+        .args(arguments)
+        .arg("--data-dir")
+        .arg(data)
+        .env("RUST_LOG", "warn")
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("projector runs");
+    assert!(output.status.success(), "projector {arguments:?} failed");
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+#[test]
+fn a_rebuild_is_activated_under_load_without_a_failed_request_and_the_old_version_dropped() {
+    let directory = tempfile::tempdir().expect("tempdir");
+    let events = directory.path().join("events");
+    generate(&GenerateOptions { works: 300, seed: 29, events_per_segment: 1_000, sandbox: false }, &events)
+        .expect("generate");
+    let Some(broker) = Broker::start(&directory.path().join("broker")) else { return };
+    create_topics(&broker, "", 2, &["dead-letters"]);
+    let published = directory.path().join("published-schemas");
+    python_producer(&[
+        "produce",
+        "--bootstrap",
+        &broker.bootstrap(),
+        "--events",
+        events.to_str().expect("utf-8 path"),
+        "--format",
+        "single-object",
+        "--schemas",
+        published.to_str().expect("utf-8 path"),
+        "--record-per-batch",
+    ]);
+
+    // The live projector follows the topics into version 1 (the first, so active).
+    let data = directory.path().join("data");
+    let live_admin = format!("127.0.0.1:{}", free_port());
+    let mut live = kafka_projector_command_with_admin(&broker, &data, "live", "", &live_admin);
+    live.arg("--writer-schema-dir").arg(&published).stderr(Stdio::null());
+    let mut live = KillOnDrop(live.spawn().expect("live projector starts"));
+
+    // The query API serves whatever version is active.
+    let key = issue_production_key(&data, &["rights:read"], 1_000_000);
+    let port = free_port();
+    let address = format!("127.0.0.1:{port}");
+    let _api = KillOnDrop(
+        Command::new(binary("query-api"))
+            .arg("serve")
+            .arg("--data-dir")
+            .arg(&data)
+            .args(["--listen", &address, "--admin-listen", &format!("127.0.0.1:{}", free_port())])
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("query-api starts"),
+    );
+    wait_for_port(port, Duration::from_secs(30));
+    wait_until_caught_up(&live_admin, 12);
+    let path = format!("{BASE_PATH}/rights/LCC-0000000007");
+    let started = Instant::now();
+    let served_by_v1 = loop {
+        let (status, _, body) = http(&address, "GET", &path, &[("x-api-key", &key)], "");
+        if status == 200 {
+            break body;
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "version 1 never served the work: {status} {body}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+
+    // Rebuild version 2 from the earliest offsets, in a group of its own, beside the live one.
+    let rebuilt = projector(
+        &[
+            "rebuild",
+            "--into",
+            "2",
+            "--source",
+            &broker.source(),
+            "--kafka-group-id",
+            "live",
+            "--dead-letter-topic",
+            "dead-letters",
+            "--writer-schema-dir",
+            published.to_str().expect("utf-8 path"),
+            "--admin-listen",
+            "127.0.0.1:0",
+            "--exit-when-caught-up",
+        ],
+        &data,
+    );
+    assert!(rebuilt.contains("\"applied\""), "{rebuilt}");
+    let versions = projector(&["versions"], &data);
+    assert!(versions.contains(r#"{"active":true,"version":1}"#), "{versions}");
+    assert!(versions.contains(r#"{"active":false,"version":2}"#), "{versions}");
+
+    // Requests keep flowing while version 2 is activated.
+    let stop = Arc::new(AtomicBool::new(false));
+    let failures = Arc::new(AtomicU64::new(0));
+    let requests = Arc::new(AtomicU64::new(0));
+    let load = {
+        let (stop, failures, requests) = (Arc::clone(&stop), Arc::clone(&failures), Arc::clone(&requests));
+        let (address, path, key, expected) = (address.clone(), path.clone(), key.clone(), served_by_v1.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                let (status, _, body) = http(&address, "GET", &path, &[("x-api-key", &key)], "");
+                requests.fetch_add(1, Ordering::Relaxed);
+                if (status != 200 || body != expected) && failures.fetch_add(1, Ordering::Relaxed) < 3 {
+                    eprintln!("failed during the switch: {status} {body}");
+                }
+            }
+        })
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(projector(&["activate", "2"], &data).contains("model version 2 is active"));
+    std::thread::sleep(Duration::from_millis(1_500));
+
+    // The rebuild is now the live version; the old live projector stops and version 1 goes.
+    Command::new("kill").args(["-TERM", &live.0.id().to_string()]).status().expect("kill runs");
+    assert!(live.0.wait().expect("exits").success(), "SIGTERM gives exit 0");
+    assert!(projector(&["drop", "1"], &data).contains("model version 1 dropped"));
+    assert!(!data.join("model-v1.sqlite").exists(), "version 1's file is gone");
+    std::thread::sleep(Duration::from_millis(500));
+    stop.store(true, Ordering::Relaxed);
+    load.join().expect("load thread");
+    let (status, _, body) = http(&address, "GET", &path, &[("x-api-key", &key)], "");
+    assert_eq!((status, body), (200, served_by_v1), "version 2 serves the same document with version 1 gone");
+    assert!(requests.load(Ordering::Relaxed) > 50, "the switch happened under load");
+    assert_eq!(failures.load(Ordering::Relaxed), 0, "no request failed during the switch");
+
+    // Version 2 holds what a clean file projection of the events gives.
+    let clean = directory.path().join("file-projection");
+    end_to_end_tests::project(&events, &clean, 500);
+    let rebuilt_dump = dump_version(&data, 2);
+    assert_same_documents(&dump_documents(&clean), &rebuilt_dump);
+}
+
+/// Waits until the projector whose admin listener is `admin` reports
+/// `partitions` partitions with known high watermarks and no lag.
+fn wait_until_caught_up(admin: &str, partitions: usize) {
+    let started = Instant::now();
+    loop {
+        if let Ok((200, _, metrics)) = std::panic::catch_unwind(|| http(admin, "GET", "/metrics", &[], "")) {
+            let lags: Vec<&str> =
+                metrics.lines().filter(|line| line.starts_with("lcc_projector_partition_lag_messages")).collect();
+            if lags.len() == partitions && lags.iter().all(|line| line.ends_with(" 0")) {
+                return;
+            }
+        }
+        assert!(started.elapsed() < Duration::from_secs(120), "the live projector did not catch up");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// The dump of model version `version` (the helper reads version 1's file).
+fn dump_version(data: &std::path::Path, version: u32) -> std::collections::BTreeMap<String, Vec<String>> {
+    let copy = tempfile::tempdir().expect("tempdir");
+    std::fs::copy(data.join(format!("model-v{version}.sqlite")), copy.path().join("model-v1.sqlite")).expect("copy");
+    dump_documents(copy.path())
+}
