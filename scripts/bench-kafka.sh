@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Kafka benchmark: events per second from a tansu broker into the SQLite
+# store, beside the rate at which a bare rdkafka consumer (doing nothing with
+# the messages) drains the same topics in the same run.
+#
+#   scripts/bench-kafka.sh [WORKS]     (default 185000 works, about 1,000,000 events)
+#
+# Needs tansu (see .ci/run) and the Python producer's packages
+# (tests/python-requirements.txt). Prints both rates and their ratio.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+works="${1:-185000}"
+work_directory="$(mktemp -d)"
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work_directory"' EXIT
+
+cargo build --release --quiet -p projector --bin projector --example bare_consumer
+projector=target/release/projector
+bare=target/release/examples/bare_consumer
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+tansu broker --listener-url "tcp://127.0.0.1:$port" --advertised-listener-url "tcp://127.0.0.1:$port" \
+    --storage-engine memory://tansu/ >"$work_directory/tansu.log" 2>&1 &
+until python3 -c "import socket; socket.create_connection(('127.0.0.1',$port),1)" 2>/dev/null; do sleep 0.2; done
+
+"$projector" generate --works "$works" --seed 7 --out "$work_directory/events" >"$work_directory/manifest.json"
+python3 tests/kafka/produce.py topics --bootstrap "127.0.0.1:$port" --partitions 6 --extra-topic dead-letters >/dev/null
+echo "producing $(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['events'])" "$work_directory/manifest.json") events..." >&2
+python3 tests/kafka/produce.py produce --bootstrap "127.0.0.1:$port" --events "$work_directory/events" \
+    --format single-object --schemas "$work_directory/schemas" >"$work_directory/produced.json"
+
+"$bare" "127.0.0.1:$port" >"$work_directory/bare.json"
+start=$(date +%s.%N)
+"$projector" run --source "kafka://127.0.0.1:$port" --data-dir "$work_directory/data" --admin-listen 127.0.0.1:0 \
+    --dead-letter-topic dead-letters --writer-schema-dir "$work_directory/schemas" --batch-size 5000 \
+    --exit-when-caught-up >"$work_directory/summary.json" 2> >(sed 's/\x1b\[[0-9;]*m//g' >"$work_directory/projector.log")
+end=$(date +%s.%N)
+
+sleep 0.5
+python3 - "$work_directory" "$start" "$end" <<'PY'
+import json, re, sys
+directory, start, end = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+bare = json.load(open(f"{directory}/bare.json"))
+summary = json.loads(open(f"{directory}/summary.json").read().strip().splitlines()[-1])
+log = open(f"{directory}/projector.log").read()
+seconds = float(re.search(r"seconds_from_first_event=([0-9.]+)", log).group(1))
+rate = summary["events"] / seconds
+print(f"bare consumer drain: {bare['messages']} messages in {bare['seconds']:.2f} s (from the first message) = {bare['messagesPerSecond']:.0f} messages/s")
+print(f"projector into SQLite: {summary['events']} events in {seconds:.2f} s (from the first event to the last commit) = {rate:.0f} events/s"
+      f" (applied {summary['applied']}, parked {summary['parked']}, batches {summary['batches']}; process start to exit {end - start:.2f} s)")
+print(f"ratio projector / bare drain: {rate / bare['messagesPerSecond']:.2f} (target 0.5)")
+PY
