@@ -2,7 +2,8 @@
 //! restarted ends with the store of one clean file-source run, no event
 //! lost or applied twice; SIGTERM finishes the batch, leaves the group and
 //! exits 0; a broker that is not there at start gives readiness false and
-//! retries, not a crash, and projection resumes when it appears.
+//! retries, not a crash, and projection resumes when it appears; a broker
+//! that goes away mid-run turns readiness false without an exit.
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -88,7 +89,7 @@ fn sigkill_mid_stream_then_restart_gives_the_file_projection_and_sigterm_exits_c
 }
 
 #[test]
-fn a_broker_absent_at_start_gives_readiness_false_and_projection_resumes_when_it_comes() {
+fn an_absent_broker_gives_readiness_false_and_projection_resumes_when_it_comes() {
     let directory = tempfile::tempdir().expect("tempdir");
     let events = directory.path().join("events");
     generate(&GenerateOptions { works: 200, seed: 23, events_per_segment: 1_000, sandbox: false }, &events)
@@ -141,7 +142,24 @@ fn a_broker_absent_at_start_gives_readiness_false_and_projection_resumes_when_it
         assert!(started.elapsed() < Duration::from_secs(120), "the projector did not catch up:\n{metrics}");
         std::thread::sleep(Duration::from_millis(200));
     }
+    assert_same_documents(&dump_documents(&clean), &dump_documents(&data));
+
+    // The broker goes away while the projector runs: readiness turns false, the process stays up.
+    broker.kill();
+    let started = Instant::now();
+    loop {
+        let (status, _, body) = http(&admin, "GET", "/readyz", &[], "");
+        if status == 503 {
+            assert!(body.contains("Kafka broker is not reachable"), "{body}");
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "readiness stayed true without a broker");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(child.try_wait().expect("wait").is_none(), "a lost broker is no reason to exit");
+    let (_, _, metrics) = http(&admin, "GET", "/metrics", &[], "");
+    assert!(metrics.contains("lcc_projector_source_up 0"), "{metrics}");
     child.kill().expect("stop");
     child.wait().expect("reaped");
-    assert_same_documents(&dump_documents(&clean), &dump_documents(&data));
 }
