@@ -10,6 +10,7 @@
 //! writes them.
 
 pub mod avro_value;
+pub mod backoff;
 pub mod contract;
 pub mod dead_letter;
 pub mod events;

@@ -25,6 +25,7 @@ use read_model::calendar::Timestamp;
 use read_model::{Checkpoint, ModelVersion, Store, StoreError, WriteBatch};
 use tokio::sync::mpsc;
 
+use crate::backoff::Backoff;
 use crate::dead_letter::DeadLetterFile;
 use crate::projection::batch::{BatchOutcome, project_batch};
 use crate::source::file::FileSource;
@@ -42,6 +43,9 @@ pub struct RunOptions {
     /// How often the file source looks for new files when following.
     pub poll_interval: Duration,
 }
+
+/// The loop's retries (store, dead-letter sink) wait at most this long between attempts.
+const RETRY_CEILING: Duration = Duration::from_secs(30);
 
 /// What a run did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -291,11 +295,11 @@ async fn project_with_retry(
     events: &[SourcedEvent],
     pending: Option<&WriteBatch>,
 ) -> anyhow::Result<BatchOutcome> {
-    let mut backoff = Backoff::new();
+    let mut backoff = Backoff::up_to(RETRY_CEILING);
     loop {
         match project_batch(store, version, source_id, events, pending).await {
             Ok(outcome) => return Ok(outcome),
-            Err(StoreError::Unavailable(reason)) => backoff.wait("store unavailable", &reason).await,
+            Err(StoreError::Unavailable(reason)) => wait(&mut backoff, "store unavailable", &reason).await,
             Err(error) => return Err(error).context("failed to project a batch"),
         }
     }
@@ -305,9 +309,9 @@ async fn project_with_retry(
 /// unreachable or missing), consumption pauses and parking is retried: the
 /// batch cannot commit before its poison events are parked.
 async fn park_with_retry(dead_letters: &mut dyn DeadLetterSink, source_id: &str, parked: &[ParkedEvent]) {
-    let mut backoff = Backoff::new();
+    let mut backoff = Backoff::up_to(RETRY_CEILING);
     while let Err(error) = dead_letters.park(source_id, parked) {
-        backoff.wait("cannot park events", &format!("{} events: {error:#}", parked.len())).await;
+        wait(&mut backoff, "cannot park events", &format!("{} events: {error:#}", parked.len())).await;
     }
 }
 
@@ -339,10 +343,10 @@ impl InFlight {
         };
         let to_write = Arc::clone(&batch);
         let task = tokio::spawn(async move {
-            let mut backoff = Backoff::new();
+            let mut backoff = Backoff::up_to(RETRY_CEILING);
             loop {
                 match store.apply_batch(version, Arc::clone(&to_write)).await {
-                    Err(StoreError::Unavailable(reason)) => backoff.wait("store unavailable", &reason).await,
+                    Err(StoreError::Unavailable(reason)) => wait(&mut backoff, "store unavailable", &reason).await,
                     result => return result,
                 }
             }
@@ -384,21 +388,11 @@ fn record(
     Ok(())
 }
 
-/// Exponential backoff while the store or the dead-letter sink is unavailable: consumption pauses, nothing is lost.
-struct Backoff {
-    delay: Duration,
-}
-
-impl Backoff {
-    fn new() -> Backoff {
-        Backoff { delay: Duration::from_millis(200) }
-    }
-
-    async fn wait(&mut self, what: &str, reason: &str) {
-        tracing::warn!(%reason, retry_in_ms = self.delay.as_millis() as u64, "{what}; retrying");
-        tokio::time::sleep(self.delay).await;
-        self.delay = (self.delay * 2).min(Duration::from_secs(30));
-    }
+/// Waits out the next delay of `backoff`, saying what is retried and why.
+async fn wait(backoff: &mut Backoff, what: &str, reason: &str) {
+    let delay = backoff.next_delay();
+    tracing::warn!(%reason, retry_in_ms = delay.as_millis() as u64, "{what}; retrying");
+    tokio::time::sleep(delay).await;
 }
 
 /// Starts the file reader thread: every file from its checkpoint in the

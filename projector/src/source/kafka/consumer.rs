@@ -26,7 +26,8 @@ use rdkafka::{ClientContext, error::KafkaError};
 use read_model::Checkpoint;
 use tokio::sync::mpsc;
 
-use super::{KafkaSettings, ThreadBackoff};
+use super::{KafkaSettings, RETRY_CEILING};
+use crate::backoff::Backoff;
 use crate::contract::{Contract, Topic};
 use crate::progress::PartitionBoard;
 use crate::runner::{BatchObserver, CommittedBatch, SourceFeed, SourceMessage};
@@ -165,7 +166,7 @@ impl ProjectorContext {
     /// checkpoints of this source; retries while the store cannot answer.
     /// `None` once the loop is gone (the projector is stopping).
     fn barrier(&self) -> Option<Vec<Checkpoint>> {
-        let mut backoff = ThreadBackoff::new();
+        let mut backoff = Backoff::up_to(RETRY_CEILING);
         loop {
             let (reply, answer) = sync_mpsc::sync_channel(1);
             self.sender.blocking_send(SourceMessage::Barrier(reply)).ok()?;
@@ -300,7 +301,7 @@ fn decode_with_retry(
     let Some(value) = value else {
         return Some(Err(crate::source::Rejection::unidentified("a message without a value".into(), Some(topic))));
     };
-    let mut backoff = ThreadBackoff::new();
+    let mut backoff = Backoff::up_to(RETRY_CEILING);
     loop {
         match decoder.decode(topic, value) {
             Ok(event) => return Some(Ok(event)),

@@ -69,30 +69,8 @@ impl KafkaSettings {
     }
 }
 
-/// Exponential backoff for retries on the source's own thread.
-#[derive(Debug)]
-pub struct ThreadBackoff {
-    delay: Duration,
-}
-
-impl ThreadBackoff {
-    pub fn new() -> ThreadBackoff {
-        ThreadBackoff { delay: Duration::from_millis(200) }
-    }
-
-    /// The next delay: doubling up to 10 seconds.
-    pub fn next_delay(&mut self) -> Duration {
-        let delay = self.delay;
-        self.delay = (self.delay * 2).min(Duration::from_secs(10));
-        delay
-    }
-}
-
-impl Default for ThreadBackoff {
-    fn default() -> ThreadBackoff {
-        ThreadBackoff::new()
-    }
-}
+/// The Kafka thread's retries wait at most this long between attempts.
+pub const RETRY_CEILING: Duration = Duration::from_secs(10);
 
 #[cfg(test)]
 mod tests {
@@ -121,12 +99,5 @@ mod tests {
     fn the_bootstrap_servers_come_from_the_source_address() {
         assert_eq!(KafkaSettings::bootstrap_servers_of("kafka://a:1,b:2/"), Some("a:1,b:2"));
         assert_eq!(KafkaSettings::bootstrap_servers_of("file:///x"), None);
-    }
-
-    #[test]
-    fn backoff_doubles_up_to_ten_seconds() {
-        let mut backoff = ThreadBackoff::new();
-        let delays: Vec<u64> = (0..8).map(|_| backoff.next_delay().as_millis() as u64).collect();
-        assert_eq!(delays, [200, 400, 800, 1_600, 3_200, 6_400, 10_000, 10_000]);
     }
 }
