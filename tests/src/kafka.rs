@@ -98,6 +98,49 @@ pub fn python_producer(arguments: &[&str]) -> serde_json::Value {
     serde_json::from_str(stdout.lines().last().expect("a summary line")).expect("summary is JSON")
 }
 
+/// Produces the generated events in `events` single-object encoded, and
+/// publishes every writer schema used in `published` (the projector's
+/// `--writer-schema-dir`); one record per batch when `record_per_batch`.
+pub fn produce_single_object(broker: &Broker, events: &Path, published: &Path, record_per_batch: bool) {
+    let bootstrap = broker.bootstrap();
+    let mut arguments = vec![
+        "produce",
+        "--bootstrap",
+        bootstrap.as_str(),
+        "--events",
+        events.to_str().expect("utf-8 path"),
+        "--format",
+        "single-object",
+        "--schemas",
+        published.to_str().expect("utf-8 path"),
+    ];
+    if record_per_batch {
+        arguments.push("--record-per-batch");
+    }
+    python_producer(&arguments);
+}
+
+/// Waits until the projector whose admin listener is `admin` is ready and
+/// reports `partitions` partitions, each with a known high watermark and no lag.
+pub fn wait_until_caught_up(admin: &str, partitions: usize) {
+    let started = Instant::now();
+    loop {
+        // The listener may not accept connections yet.
+        let answers = std::panic::catch_unwind(|| {
+            (crate::http(admin, "GET", "/readyz", &[], "").0, crate::http(admin, "GET", "/metrics", &[], "").2)
+        });
+        if let Ok((200, metrics)) = answers {
+            let lags: Vec<&str> =
+                metrics.lines().filter(|line| line.starts_with("lcc_projector_partition_lag_messages")).collect();
+            if lags.len() == partitions && lags.iter().all(|line| line.ends_with(" 0")) {
+                return;
+            }
+        }
+        assert!(started.elapsed() < Duration::from_secs(120), "the projector at {admin} did not catch up");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
 /// Creates the six topics (and any extra ones) with `partitions` partitions.
 pub fn create_topics(broker: &Broker, prefix: &str, partitions: u32, extra: &[&str]) {
     let partitions = partitions.to_string();

@@ -64,6 +64,21 @@ pub fn summary_of(stdout: &str) -> RunSummary {
     }
 }
 
+/// Lets `child` run for `delay`, then kills it with SIGKILL if it still runs.
+/// Returns whether it was killed (rather than having exited by itself).
+pub fn sigkill_after(child: &mut Child, delay: Duration) -> bool {
+    let started = Instant::now();
+    while started.elapsed() < delay && child.try_wait().expect("wait").is_none() {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let killed = child.try_wait().expect("wait").is_none();
+    if killed {
+        child.kill().expect("SIGKILL");
+    }
+    child.wait().expect("reaped");
+    killed
+}
+
 /// The command line of a projector run that exits when caught up, to spawn and kill.
 pub fn projector_command(events: &Path, data: &Path, batch_size: usize) -> Command {
     let mut command = following_projector_command(events, data, batch_size);
@@ -92,9 +107,16 @@ pub fn following_projector_command(events: &Path, data: &Path, batch_size: usize
 /// canonical order: equal dumps mean byte-identical documents. Checkpoints
 /// are left out, since they name the source.
 pub fn dump_documents(data: &Path) -> BTreeMap<String, Vec<String>> {
-    let connection =
-        rusqlite::Connection::open_with_flags(data.join("model-v1.sqlite"), rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-            .expect("open model");
+    dump_model_version(data, 1)
+}
+
+/// [`dump_documents`] of model version `version`.
+pub fn dump_model_version(data: &Path, version: u32) -> BTreeMap<String, Vec<String>> {
+    let connection = rusqlite::Connection::open_with_flags(
+        data.join(format!("model-v{version}.sqlite")),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .expect("open model");
     let tables: Vec<String> = connection
         .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name <> 'checkpoints' ORDER BY name")
         .expect("prepare")

@@ -1,9 +1,9 @@
 //! The projector killed with SIGKILL at random points, then restarted, ends
 //! with the same store as one clean run: no event lost, none applied twice.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use end_to_end_tests::{assert_same_documents, dump_documents, project, projector_command};
+use end_to_end_tests::{assert_same_documents, dump_documents, project, projector_command, sigkill_after};
 use projector::dead_letter::DeadLetterFile;
 use projector::generate::{GenerateOptions, Random, generate};
 
@@ -24,16 +24,10 @@ fn sigkill_at_random_points_then_restart_gives_the_clean_store() {
     for attempt in 0..8 {
         let mut child = projector_command(&events, &crashed, 250).spawn().expect("projector starts");
         let delay = Duration::from_millis(random.range(150, 700) as u64);
-        let started = Instant::now();
-        while started.elapsed() < delay && child.try_wait().expect("wait").is_none() {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        if child.try_wait().expect("wait").is_none() {
-            child.kill().expect("SIGKILL");
+        if sigkill_after(&mut child, delay) {
             killed_mid_stream += 1;
             eprintln!("attempt {attempt}: killed after {delay:?}");
         }
-        child.wait().expect("reaped");
     }
     assert!(killed_mid_stream >= 3, "only {killed_mid_stream} kills hit a running projector; the test proved little");
     let final_summary = project(&events, &crashed, 250);

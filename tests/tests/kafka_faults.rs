@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 
 use end_to_end_tests::kafka::{
     Broker, create_topics, kafka_projector_command, kafka_projector_command_with_admin, list_dead_letters,
-    project_until_caught_up, python_producer, wait_for_port,
+    produce_single_object, project_until_caught_up, wait_for_port, wait_until_caught_up,
 };
-use end_to_end_tests::{assert_same_documents, dump_documents, free_port, http, project, summary_of};
+use end_to_end_tests::{assert_same_documents, dump_documents, free_port, http, project, sigkill_after, summary_of};
 use projector::generate::{GenerateOptions, Random, generate};
 
 #[test]
@@ -28,18 +28,7 @@ fn sigkill_mid_stream_then_restart_gives_the_file_projection_and_sigterm_exits_c
     let Some(broker) = Broker::start(&directory.path().join("broker")) else { return };
     create_topics(&broker, "", 3, &["dead-letters"]);
     let published = directory.path().join("published-schemas");
-    python_producer(&[
-        "produce",
-        "--bootstrap",
-        &broker.bootstrap(),
-        "--events",
-        events.to_str().expect("utf-8 path"),
-        "--format",
-        "single-object",
-        "--schemas",
-        published.to_str().expect("utf-8 path"),
-        "--record-per-batch",
-    ]);
+    produce_single_object(&broker, &events, &published, true);
     let data = directory.path().join("killed");
     // Every start joins a group of its own: where a start resumes comes from
     // the store's checkpoints, not from offsets committed to Kafka, and no
@@ -57,16 +46,10 @@ fn sigkill_mid_stream_then_restart_gives_the_file_projection_and_sigterm_exits_c
     for attempt in 0..6 {
         let mut child = projector().arg("--exit-when-caught-up").stderr(Stdio::null()).spawn().expect("starts");
         let delay = Duration::from_millis(random.range(150, 600) as u64);
-        let started = Instant::now();
-        while started.elapsed() < delay && child.try_wait().expect("wait").is_none() {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        if child.try_wait().expect("wait").is_none() {
-            child.kill().expect("SIGKILL");
+        if sigkill_after(&mut child, delay) {
             killed_mid_stream += 1;
             eprintln!("attempt {attempt}: killed after {delay:?}");
         }
-        child.wait().expect("reaped");
     }
     assert!(killed_mid_stream >= 3, "only {killed_mid_stream} kills hit a running projector; the test proved little");
 
@@ -116,32 +99,8 @@ fn an_absent_broker_gives_readiness_false_and_projection_resumes_when_it_comes()
 
     broker.restart();
     create_topics(&broker, "", 3, &["dead-letters"]);
-    python_producer(&[
-        "produce",
-        "--bootstrap",
-        &broker.bootstrap(),
-        "--events",
-        events.to_str().expect("utf-8 path"),
-        "--format",
-        "single-object",
-        "--schemas",
-        published.to_str().expect("utf-8 path"),
-    ]);
-    let started = Instant::now();
-    loop {
-        let (status, _, _) = http(&admin, "GET", "/readyz", &[], "");
-        let (_, _, metrics) = http(&admin, "GET", "/metrics", &[], "");
-        let lagging = metrics
-            .lines()
-            .any(|line| line.starts_with("lcc_projector_partition_lag_messages") && !line.ends_with(" 0"));
-        // Six topics of three partitions, each with a known high watermark.
-        let known = metrics.lines().filter(|line| line.starts_with("lcc_projector_partition_lag_messages")).count();
-        if status == 200 && known == 18 && !lagging {
-            break;
-        }
-        assert!(started.elapsed() < Duration::from_secs(120), "the projector did not catch up:\n{metrics}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    produce_single_object(&broker, &events, &published, false); // Six topics of three partitions.
+    wait_until_caught_up(&admin, 18);
     assert_same_documents(&dump_documents(&clean), &dump_documents(&data));
 
     // The broker goes away while the projector runs: readiness turns false, the process stays up.

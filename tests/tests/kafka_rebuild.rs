@@ -10,10 +10,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use end_to_end_tests::kafka::{
-    Broker, KillOnDrop, create_topics, kafka_projector_command_with_admin, python_producer, wait_for_port,
+    Broker, KillOnDrop, create_topics, kafka_projector_command_with_admin, produce_single_object, wait_for_port,
+    wait_until_caught_up,
 };
 use end_to_end_tests::{
-    BASE_PATH, assert_same_documents, binary, dump_documents, free_port, http, issue_production_key,
+    BASE_PATH, assert_same_documents, binary, dump_documents, dump_model_version, free_port, http, issue_production_key,
 };
 use projector::generate::{GenerateOptions, generate};
 
@@ -39,19 +40,7 @@ fn a_rebuild_is_activated_under_load_without_a_failed_request_and_the_old_versio
     let Some(broker) = Broker::start(&directory.path().join("broker")) else { return };
     create_topics(&broker, "", 2, &["dead-letters"]);
     let published = directory.path().join("published-schemas");
-    python_producer(&[
-        "produce",
-        "--bootstrap",
-        &broker.bootstrap(),
-        "--events",
-        events.to_str().expect("utf-8 path"),
-        "--format",
-        "single-object",
-        "--schemas",
-        published.to_str().expect("utf-8 path"),
-        "--record-per-batch",
-    ]);
-
+    produce_single_object(&broker, &events, &published, true);
     // The live projector follows the topics into version 1 (the first, so active).
     let data = directory.path().join("data");
     let live_admin = format!("127.0.0.1:{}", free_port());
@@ -149,30 +138,6 @@ fn a_rebuild_is_activated_under_load_without_a_failed_request_and_the_old_versio
     // Version 2 holds what a clean file projection of the events gives.
     let clean = directory.path().join("file-projection");
     end_to_end_tests::project(&events, &clean, 500);
-    let rebuilt_dump = dump_version(&data, 2);
+    let rebuilt_dump = dump_model_version(&data, 2);
     assert_same_documents(&dump_documents(&clean), &rebuilt_dump);
-}
-
-/// Waits until the projector whose admin listener is `admin` reports
-/// `partitions` partitions with known high watermarks and no lag.
-fn wait_until_caught_up(admin: &str, partitions: usize) {
-    let started = Instant::now();
-    loop {
-        if let Ok((200, _, metrics)) = std::panic::catch_unwind(|| http(admin, "GET", "/metrics", &[], "")) {
-            let lags: Vec<&str> =
-                metrics.lines().filter(|line| line.starts_with("lcc_projector_partition_lag_messages")).collect();
-            if lags.len() == partitions && lags.iter().all(|line| line.ends_with(" 0")) {
-                return;
-            }
-        }
-        assert!(started.elapsed() < Duration::from_secs(120), "the live projector did not catch up");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
-/// The dump of model version `version` (the helper reads version 1's file).
-fn dump_version(data: &std::path::Path, version: u32) -> std::collections::BTreeMap<String, Vec<String>> {
-    let copy = tempfile::tempdir().expect("tempdir");
-    std::fs::copy(data.join(format!("model-v{version}.sqlite")), copy.path().join("model-v1.sqlite")).expect("copy");
-    dump_documents(copy.path())
 }
