@@ -202,28 +202,19 @@ impl ParkedRecord {
     }
 }
 
-/// Reads the dead-letter topic from `start` (per partition) to its current
+/// Reads `partitions` of the dead-letter topic from `start` (per partition) to its current
 /// end, told by the end-of-partition events of fetching (which follow the
 /// fetch responses' high watermarks). Returns the records and the next
 /// offset of each partition.
 fn read_to_end(
     consumer: &BaseConsumer,
     topic: &str,
+    partitions: &[i32],
     start: impl Fn(i32) -> Offset,
 ) -> anyhow::Result<(Vec<ParkedRecord>, BTreeMap<i32, i64>)> {
-    let metadata = consumer.fetch_metadata(Some(topic), TIMEOUT).context("failed to read the topic's metadata")?;
-    let partitions: Vec<i32> = metadata
-        .topics()
-        .iter()
-        .filter(|candidate| candidate.name() == topic && candidate.error().is_none())
-        .flat_map(|candidate| candidate.partitions().iter().map(|partition| partition.id()))
-        .collect();
-    if partitions.is_empty() {
-        bail!("the dead-letter topic {topic} does not exist");
-    }
     let mut assignment = TopicPartitionList::new();
     let mut next = BTreeMap::new();
-    for partition in &partitions {
+    for partition in partitions {
         let offset = start(*partition);
         if let Offset::Offset(at) = offset {
             next.insert(*partition, at);
@@ -258,16 +249,33 @@ fn read_to_end(
     Ok((records, next))
 }
 
-/// Every parked event, one per origin position, in dead-letter order.
-pub fn list_dead_letters(settings: &KafkaSettings) -> anyhow::Result<Vec<ParkedRecord>> {
+/// A consumer of the dead-letter topic in the group `GROUP.SUFFIX`, with the topic's partitions.
+fn dead_letter_reader(settings: &KafkaSettings, group_suffix: &str) -> anyhow::Result<(BaseConsumer, Vec<i32>)> {
     let consumer: BaseConsumer = settings
         .client_config()
-        .set("group.id", format!("{}.dead-letter-list", settings.group_id))
+        .set("group.id", format!("{}.{group_suffix}", settings.group_id))
         .set("enable.auto.commit", "false")
         .set("enable.partition.eof", "true")
         .create()
         .context("failed to create the Kafka consumer")?;
-    let (records, _) = read_to_end(&consumer, &settings.dead_letter_topic, |_| Offset::Beginning)?;
+    let topic = &settings.dead_letter_topic;
+    let metadata = consumer.fetch_metadata(Some(topic), TIMEOUT).context("failed to read the topic's metadata")?;
+    let partitions: Vec<i32> = metadata
+        .topics()
+        .iter()
+        .filter(|candidate| candidate.name() == topic && candidate.error().is_none())
+        .flat_map(|candidate| candidate.partitions().iter().map(|partition| partition.id()))
+        .collect();
+    if partitions.is_empty() {
+        bail!("the dead-letter topic {topic} does not exist");
+    }
+    Ok((consumer, partitions))
+}
+
+/// Every parked event, one per origin position, in dead-letter order.
+pub fn list_dead_letters(settings: &KafkaSettings) -> anyhow::Result<Vec<ParkedRecord>> {
+    let (consumer, partitions) = dead_letter_reader(settings, "dead-letter-list")?;
+    let (records, _) = read_to_end(&consumer, &settings.dead_letter_topic, &partitions, |_| Offset::Beginning)?;
     Ok(unique_by_origin(records))
 }
 
@@ -283,27 +291,18 @@ fn unique_by_origin(records: Vec<ParkedRecord>) -> Vec<ParkedRecord> {
 /// topic, with its key, then records (in the group `GROUP.redrive`) how far
 /// the dead-letter topic has been re-driven. Returns the events re-driven.
 pub fn redrive_dead_letters(settings: &KafkaSettings) -> anyhow::Result<Vec<ParkedRecord>> {
-    let consumer: BaseConsumer = settings
-        .client_config()
-        .set("group.id", format!("{}.redrive", settings.group_id))
-        .set("enable.auto.commit", "false")
-        .set("enable.partition.eof", "true")
-        .create()
-        .context("failed to create the Kafka consumer")?;
+    let (consumer, partitions) = dead_letter_reader(settings, "redrive")?;
     let topic = &settings.dead_letter_topic;
-    let metadata = consumer.fetch_metadata(Some(topic), TIMEOUT).context("failed to read the topic's metadata")?;
-    let mut partitions = TopicPartitionList::new();
-    for candidate in metadata.topics().iter().filter(|candidate| candidate.name() == topic) {
-        for partition in candidate.partitions() {
-            partitions.add_partition(topic, partition.id());
-        }
+    let mut list = TopicPartitionList::new();
+    for partition in &partitions {
+        list.add_partition(topic, *partition);
     }
-    let committed = consumer.committed_offsets(partitions, TIMEOUT).context("failed to read re-driven offsets")?;
+    let committed = consumer.committed_offsets(list, TIMEOUT).context("failed to read re-driven offsets")?;
     let start = |partition: i32| match committed.find_partition(topic, partition).map(|element| element.offset()) {
         Some(Offset::Offset(offset)) => Offset::Offset(offset),
         _ => Offset::Beginning,
     };
-    let (records, next) = read_to_end(&consumer, topic, start)?;
+    let (records, next) = read_to_end(&consumer, topic, &partitions, start)?;
     let records = unique_by_origin(records);
     let producer = CheckedProducer::new(&settings.client_config())?;
     for record in &records {
