@@ -5,20 +5,29 @@
 //! with a factory that returns such a store, or `None` (with the reason
 //! printed) when the backend cannot run here.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use crate::documents::DocumentKind;
 use crate::identifiers::Audience;
 use crate::store::{
-    AggregateKey, Checkpoint, IdentifierKind, ModelVersion, PartyReferrer, ProvenanceRow, Store, StoreError,
-    StoredAggregate, WriteBatch,
+    AggregateKey, Checkpoint, DocumentWrite, IdentifierKind, IdentifierWrite, KeyedWrite, ModelVersion,
+    PartyReferenceWrite, PartyReferrer, ProvenanceRow, Store, StoreError, StoredAggregate, WriteBatch, WriteVersion,
 };
 
-/// A store under test, with whatever must live as long as it (a temporary directory, say).
-#[derive(Debug)]
+/// A store under test, with whatever must live as long as it (a temporary
+/// directory, say) and what must run after the case (dropping a keyspace, say).
 pub struct StoreUnderTest {
     pub store: Arc<dyn Store>,
     pub guard: Box<dyn std::any::Any + Send>,
+    pub cleanup: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
+}
+
+impl std::fmt::Debug for StoreUnderTest {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.debug_struct("StoreUnderTest").field("store", &self.store).finish_non_exhaustive()
+    }
 }
 
 const V1: ModelVersion = ModelVersion(1);
@@ -33,6 +42,28 @@ fn body(text: &str) -> Vec<u8> {
     text.as_bytes().to_vec()
 }
 
+fn document(kind: DocumentKind, key: &str, text: Option<&str>, version: u64) -> DocumentWrite {
+    DocumentWrite { kind, key: key.into(), body: text.map(body), version: WriteVersion(version) }
+}
+
+fn keyed(key: &str, text: Option<&str>, version: u64) -> KeyedWrite {
+    KeyedWrite { key: key.into(), body: text.map(body), version: WriteVersion(version) }
+}
+
+fn identifier(kind: IdentifierKind, code: &str, lcc_id: &str, present: bool) -> IdentifierWrite {
+    IdentifierWrite {
+        kind,
+        code: code.into(),
+        lcc_id: lcc_id.into(),
+        present,
+        version: WriteVersion(u64::from(!present) + 1),
+    }
+}
+
+fn reference(party_id: &str, referrer: PartyReferrer, present: bool) -> PartyReferenceWrite {
+    PartyReferenceWrite { party_id: party_id.into(), referrer, present, version: WriteVersion(u64::from(!present) + 1) }
+}
+
 /// Reads before any activation fail with `NoActiveModelVersion`, not with an I/O error.
 pub async fn reads_fail_cleanly_before_any_version_is_active(store: &dyn Store) {
     let result = store.document(DocumentKind::RightsProfile, "LCC-1").await;
@@ -45,7 +76,7 @@ pub async fn documents_round_trip_and_delete(store: &dyn Store) {
     active_v1(store).await;
     let mut batch = WriteBatch::default();
     for kind in DocumentKind::ALL {
-        batch.documents.push((kind, "LCC-1".into(), Some(format!("{{\"kind\":\"{kind:?}\",\"é\":1}}").into_bytes())));
+        batch.documents.push(document(kind, "LCC-1", Some(format!("{{\"kind\":\"{kind:?}\",\"é\":1}}").as_str()), 1));
     }
     store.apply_batch(V1, Arc::new(batch)).await.expect("write");
     for kind in DocumentKind::ALL {
@@ -54,8 +85,8 @@ pub async fn documents_round_trip_and_delete(store: &dyn Store) {
         assert_eq!(store.document(kind, "LCC-2").await.expect("read"), None);
     }
     let mut batch = WriteBatch::default();
-    batch.documents.push((DocumentKind::Metadata, "LCC-1".into(), Some(body("{\"v\":2}"))));
-    batch.documents.push((DocumentKind::Evidence, "LCC-1".into(), None));
+    batch.documents.push(document(DocumentKind::Metadata, "LCC-1", Some("{\"v\":2}"), 2));
+    batch.documents.push(document(DocumentKind::Evidence, "LCC-1", None, 2));
     store.apply_batch(V1, Arc::new(batch)).await.expect("write");
     assert_eq!(store.document(DocumentKind::Metadata, "LCC-1").await.expect("read"), Some(body("{\"v\":2}")));
     assert_eq!(store.document(DocumentKind::Evidence, "LCC-1").await.expect("read"), None);
@@ -94,9 +125,9 @@ pub async fn identifier_index_separates_audiences(store: &dyn Store) {
     active_v1(store).await;
     let mut batch = WriteBatch::default();
     for lcc_id in ["LCC-2", "LCC-1", "SANDBOX-LCC-1"] {
-        batch.identifiers.push((IdentifierKind::Iswc, "T0345246801".into(), lcc_id.into(), true));
+        batch.identifiers.push(identifier(IdentifierKind::Iswc, "T0345246801", lcc_id, true));
     }
-    batch.identifiers.push((IdentifierKind::Isrc, "USS1Z9900001".into(), "LCC-1".into(), true));
+    batch.identifiers.push(identifier(IdentifierKind::Isrc, "USS1Z9900001", "LCC-1", true));
     store.apply_batch(V1, Arc::new(batch)).await.expect("write");
     let production = store.works_by_identifier(IdentifierKind::Iswc, "T0345246801", Audience::Production).await;
     assert_eq!(production.expect("read"), ["LCC-1", "LCC-2"]);
@@ -106,7 +137,7 @@ pub async fn identifier_index_separates_audiences(store: &dyn Store) {
     assert!(by_isrc.expect("read").is_empty(), "kinds must not mix");
 
     let mut batch = WriteBatch::default();
-    batch.identifiers.push((IdentifierKind::Iswc, "T0345246801".into(), "LCC-2".into(), false));
+    batch.identifiers.push(identifier(IdentifierKind::Iswc, "T0345246801", "LCC-2", false));
     store.apply_batch(V1, Arc::new(batch)).await.expect("write");
     let production = store.works_by_identifier(IdentifierKind::Iswc, "T0345246801", Audience::Production).await;
     assert_eq!(production.expect("read"), ["LCC-1"]);
@@ -118,9 +149,9 @@ pub async fn bulk_pages_partition_a_stable_order(store: &dyn Store) {
     let ids: Vec<String> = (0..2_500).map(|index| format!("LCC-{index:06}")).collect();
     let mut batch = WriteBatch::default();
     for id in &ids {
-        batch.bulk_rows.push((id.clone(), Some(format!("{{\"lccId\":\"{id}\"}}").into_bytes())));
+        batch.bulk_rows.push(keyed(id, Some(format!("{{\"lccId\":\"{id}\"}}").as_str()), 1));
     }
-    batch.bulk_rows.push(("SANDBOX-LCC-1".into(), Some(body("{\"lccId\":\"SANDBOX-LCC-1\"}"))));
+    batch.bulk_rows.push(keyed("SANDBOX-LCC-1", Some("{\"lccId\":\"SANDBOX-LCC-1\"}"), 1));
     store.apply_batch(V1, Arc::new(batch.clone())).await.expect("write");
     store.apply_batch(V1, Arc::new(batch)).await.expect("rewrite must not double count");
 
@@ -142,8 +173,8 @@ pub async fn bulk_pages_partition_a_stable_order(store: &dyn Store) {
     assert_eq!((sandbox.total, sandbox.rows), (1, vec![body("{\"lccId\":\"SANDBOX-LCC-1\"}")]));
 
     let mut batch = WriteBatch::default();
-    batch.bulk_rows.push((ids[7].clone(), None));
-    batch.bulk_rows.push(("LCC-never-there".into(), None));
+    batch.bulk_rows.push(keyed(&ids[7], None, 2));
+    batch.bulk_rows.push(keyed("LCC-never-there", None, 2));
     store.apply_batch(V1, Arc::new(batch)).await.expect("remove");
     let after = store.bulk_page(Audience::Production, 0, 5_000).await.expect("page");
     assert_eq!(after.total, 2_499);
@@ -156,12 +187,12 @@ pub async fn projector_state_round_trips(store: &dyn Store) {
     active_v1(store).await;
     let key = |topic: &str, id: &str| AggregateKey { topic: topic.into(), id: id.into() };
     let batch = WriteBatch {
-        fixtures: vec![("SANDBOX-LCC-2".into(), Some(body("b"))), ("SANDBOX-LCC-1".into(), Some(body("a")))],
+        fixtures: vec![keyed("SANDBOX-LCC-2", Some("b"), 1), keyed("SANDBOX-LCC-1", Some("a"), 1)],
         aggregates: vec![(key("works", "LCC-1"), StoredAggregate { version: 3, state: body("s3") })],
         party_references: vec![
-            ("PTY-1".into(), PartyReferrer::Work("LCC-1".into()), true),
-            ("PTY-1".into(), PartyReferrer::License("LIC-1".into()), true),
-            ("PTY-2".into(), PartyReferrer::Work("LCC-1".into()), true),
+            reference("PTY-1", PartyReferrer::Work("LCC-1".into()), true),
+            reference("PTY-1", PartyReferrer::License("LIC-1".into()), true),
+            reference("PTY-2", PartyReferrer::Work("LCC-1".into()), true),
         ],
         checkpoints: vec![Checkpoint {
             source: "file:x".into(),
@@ -188,9 +219,9 @@ pub async fn projector_state_round_trips(store: &dyn Store) {
     );
 
     let batch = WriteBatch {
-        fixtures: vec![("SANDBOX-LCC-2".into(), None)],
+        fixtures: vec![keyed("SANDBOX-LCC-2", None, 2)],
         aggregates: vec![(key("works", "LCC-1"), StoredAggregate { version: 4, state: body("s4") })],
-        party_references: vec![("PTY-1".into(), PartyReferrer::Work("LCC-1".into()), false)],
+        party_references: vec![reference("PTY-1", PartyReferrer::Work("LCC-1".into()), false)],
         checkpoints: vec![Checkpoint {
             source: "file:x".into(),
             stream: "a.avro".into(),
@@ -222,7 +253,7 @@ pub async fn model_versions_switch_readers_atomically(store: &dyn Store) {
     store.create_model_version(V2).await.expect("creating twice is idempotent");
     let write = |text: &str| {
         let mut batch = WriteBatch::default();
-        batch.documents.push((DocumentKind::RightsProfile, "LCC-1".into(), Some(body(text))));
+        batch.documents.push(document(DocumentKind::RightsProfile, "LCC-1", Some(text), 1));
         batch
     };
     store.apply_batch(V1, Arc::new(write("v1"))).await.expect("write v1");
@@ -267,6 +298,9 @@ macro_rules! store_conformance_tests {
             async fn $case() {
                 let Some(under_test) = $factory().await else { return };
                 $crate::conformance::$case(&*under_test.store).await;
+                if let Some(cleanup) = under_test.cleanup {
+                    cleanup.await;
+                }
                 drop(under_test.guard);
             }
         )*

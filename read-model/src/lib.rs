@@ -2,7 +2,8 @@
 //!
 //! It owns the documents the public API serves ([`documents`]), the rules for
 //! identifiers ([`identifiers`]) and dates ([`calendar`]), and the [`store`]
-//! port with its embedded SQLite backend ([`sqlite`]).
+//! port with its embedded SQLite backend ([`sqlite`]) and its ScyllaDB
+//! backend ([`scylla`]).
 //!
 //! It must not know where events come from or how HTTP works: the projector
 //! builds documents and hands them to a store; the query API reads them back.
@@ -13,14 +14,16 @@ pub mod calendar;
 pub mod conformance;
 pub mod documents;
 pub mod identifiers;
+pub mod scylla;
 pub mod sqlite;
 pub mod store;
 
 pub use documents::DocumentKind;
 pub use identifiers::Audience;
+pub use scylla::{ScyllaSettings, ScyllaStore};
 pub use sqlite::SqliteStore;
 pub use store::{
-    AggregateKey, Body, BulkPage, Checkpoint, DocumentReads, IdentifierKind, ModelVersion, ModelVersionInfo,
-    ModelVersions, PartyReferrer, ProjectionWrites, ProvenanceRow, Store, StoreError, StoredAggregate, WriteBatch,
-    active_or_first_version,
+    AggregateKey, Body, BulkPage, Checkpoint, DocumentReads, DocumentWrite, IdentifierKind, IdentifierWrite,
+    KeyedWrite, ModelVersion, ModelVersionInfo, ModelVersions, PartyReferenceWrite, PartyReferrer, ProjectionWrites,
+    ProvenanceRow, Store, StoreError, StoredAggregate, WriteBatch, WriteVersion, active_or_first_version,
 };

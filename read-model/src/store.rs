@@ -88,6 +88,25 @@ pub enum PartyReferrer {
     License(String),
 }
 
+impl PartyReferrer {
+    /// The stored kind code and the referrer's id.
+    pub fn columns(&self) -> (&'static str, &str) {
+        match self {
+            PartyReferrer::Work(id) => ("work", id),
+            PartyReferrer::License(id) => ("license", id),
+        }
+    }
+
+    /// The referrer stored as `columns` returned it.
+    pub fn from_columns(kind: &str, id: String) -> Result<PartyReferrer, StoreError> {
+        match kind {
+            "work" => Ok(PartyReferrer::Work(id)),
+            "license" => Ok(PartyReferrer::License(id)),
+            other => Err(StoreError::Corrupt(format!("unknown referrer kind {other:?}"))),
+        }
+    }
+}
+
 /// One page of the bulk export.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BulkPage {
@@ -97,27 +116,98 @@ pub struct BulkPage {
     pub total: u64,
 }
 
-/// Everything one projector batch changes, written in one atomic step.
+/// The order of the writes of one document: it grows with every change of
+/// the inputs the document is rendered from.
 ///
-/// A backend applies the whole batch or nothing, checkpoints included, so a
-/// crash at any point leaves the store at a batch boundary and a restart
-/// resumes from exactly the events the documents do not reflect yet.
+/// Backends whose writes can overtake each other (ScyllaDB: retries,
+/// speculative execution, two projectors during a rebalance) use it as the
+/// write timestamp, so that a stale rendering never replaces a newer one.
+/// A backend that applies batches in one serial order (SQLite) needs it not.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct WriteVersion(pub u64);
+
+impl WriteVersion {
+    /// Bits for the versions of the parties a document names.
+    const REFERENCED_BITS: u32 = 32;
+    /// Largest sum of own versions that keeps the result below 2^63 (a CQL timestamp).
+    const MAX_OWN: u64 = (1 << (63 - WriteVersion::REFERENCED_BITS)) - 1;
+    const MAX_REFERENCED: u64 = (1 << WriteVersion::REFERENCED_BITS) - 1;
+
+    /// The version of a document rendered from aggregates it owns (a work's
+    /// works, rights, disputes and certificate aggregates; a license) and the
+    /// parties those name, given the sum of each group's aggregate versions.
+    ///
+    /// Own versions only grow. The set of named parties changes only with an
+    /// own aggregate, so while the own sum stands still the referenced sum
+    /// only grows too. Ordering by (own, referenced) therefore grows with
+    /// every change, even when a new owner drops a party with a high version.
+    /// Sums beyond 2^31 (own) or 2^32 (referenced) saturate; no aggregate of
+    /// the registry comes near.
+    pub fn of_inputs(own_versions: u64, referenced_versions: u64) -> WriteVersion {
+        WriteVersion(
+            (own_versions.min(WriteVersion::MAX_OWN) << WriteVersion::REFERENCED_BITS)
+                | referenced_versions.min(WriteVersion::MAX_REFERENCED),
+        )
+    }
+}
+
+/// An upsert (`Some`) or deletion (`None`) of one single-key document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DocumentWrite {
+    pub kind: DocumentKind,
+    pub key: String,
+    pub body: Option<Body>,
+    pub version: WriteVersion,
+}
+
+/// An upsert (`Some`) or deletion (`None`) of a bulk row or a sandbox fixture entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyedWrite {
+    /// The lccId (bulk rows) or record id (fixtures).
+    pub key: String,
+    pub body: Option<Body>,
+    pub version: WriteVersion,
+}
+
+/// An index entry to add (`present`) or remove.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdentifierWrite {
+    pub kind: IdentifierKind,
+    pub code: String,
+    pub lcc_id: String,
+    pub present: bool,
+    pub version: WriteVersion,
+}
+
+/// A party reference to add (`present`) or remove.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartyReferenceWrite {
+    pub party_id: String,
+    pub referrer: PartyReferrer,
+    pub present: bool,
+    pub version: WriteVersion,
+}
+
+/// Everything one projector batch changes, written in one step.
+///
+/// A backend either applies the whole batch atomically (SQLite), or applies
+/// it in an order that makes a replay converge (ScyllaDB: documents, then
+/// the projector's states, then the checkpoints, each write stamped with its
+/// version). Either way a crash at any point is repaired by resuming from the
+/// stored checkpoints: no event is lost and none has a second effect.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct WriteBatch {
-    /// Upserts (`Some`) and deletions (`None`) of single-key documents.
-    pub documents: Vec<(DocumentKind, String, Option<Body>)>,
+    pub documents: Vec<DocumentWrite>,
     /// Provenance entries; rewriting an entry with the same key is a no-op change.
     pub provenance: Vec<ProvenanceRow>,
-    /// Index entries to add (`true`) or remove (`false`).
-    pub identifiers: Vec<(IdentifierKind, String, String, bool)>,
-    /// Bulk rows to upsert (`Some`) or remove (`None`), keyed by lccId.
-    pub bulk_rows: Vec<(String, Option<Body>)>,
-    /// Sandbox fixture entries to upsert (`Some`) or remove (`None`), keyed by id.
-    pub fixtures: Vec<(String, Option<Body>)>,
+    pub identifiers: Vec<IdentifierWrite>,
+    /// Bulk rows, keyed by lccId.
+    pub bulk_rows: Vec<KeyedWrite>,
+    /// Sandbox fixture entries, keyed by record id.
+    pub fixtures: Vec<KeyedWrite>,
     /// New states of upstream aggregates.
     pub aggregates: Vec<(AggregateKey, StoredAggregate)>,
-    /// Party references to add (`true`) or remove (`false`).
-    pub party_references: Vec<(String, PartyReferrer, bool)>,
+    pub party_references: Vec<PartyReferenceWrite>,
     /// Checkpoints of the events this batch covers.
     pub checkpoints: Vec<Checkpoint>,
 }
@@ -258,3 +348,23 @@ pub async fn active_or_first_version(store: &dyn ModelVersions) -> Result<ModelV
 pub trait Store: DocumentReads + ProjectionWrites + ModelVersions + std::fmt::Debug {}
 
 impl<T: DocumentReads + ProjectionWrites + ModelVersions + std::fmt::Debug> Store for T {}
+
+#[cfg(test)]
+mod tests {
+    use super::WriteVersion;
+
+    #[test]
+    fn write_versions_order_own_changes_before_party_changes() {
+        let before = WriteVersion::of_inputs(7, 900);
+        assert!(WriteVersion::of_inputs(7, 901) > before, "a party rename raises the version");
+        assert!(WriteVersion::of_inputs(8, 1) > before, "an own change wins even when it drops a busy party");
+        assert_eq!(WriteVersion::of_inputs(1, 2), WriteVersion((1 << 32) | 2));
+    }
+
+    #[test]
+    fn write_versions_saturate_below_the_cql_timestamp_range() {
+        let largest = WriteVersion::of_inputs(u64::MAX, u64::MAX);
+        assert_eq!(largest.0, i64::MAX as u64);
+        assert_eq!(WriteVersion::of_inputs(u64::MAX, 0), WriteVersion(((1 << 31) - 1) << 32));
+    }
+}

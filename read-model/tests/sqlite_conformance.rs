@@ -10,7 +10,7 @@ async fn fresh_sqlite_store() -> Option<StoreUnderTest> {
     let directory = tempfile::tempdir().expect("temporary directory");
     let store = SqliteStore::open(directory.path()).expect("open store");
     store.migrate().await.expect("migrate");
-    Some(StoreUnderTest { store: Arc::new(store), guard: Box::new(directory) })
+    Some(StoreUnderTest { store: Arc::new(store), guard: Box::new(directory), cleanup: None })
 }
 
 read_model::store_conformance_tests!(fresh_sqlite_store);

@@ -11,8 +11,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use read_model::documents::{DocumentKind, WorkStatus};
 use read_model::{
-    AggregateKey, Checkpoint, IdentifierKind, ModelVersion, PartyReferrer, ProvenanceRow, Store, StoreError,
-    StoredAggregate, WriteBatch,
+    AggregateKey, Checkpoint, DocumentWrite, IdentifierKind, IdentifierWrite, KeyedWrite, ModelVersion,
+    PartyReferenceWrite, PartyReferrer, ProvenanceRow, Store, StoreError, StoredAggregate, WriteBatch, WriteVersion,
 };
 use serde::Serialize;
 
@@ -86,6 +86,9 @@ type FnvMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<FnvHasher>>;
 
 type Key = (Topic, String);
 
+/// The aggregates a work's documents are rendered from, beside the parties they name.
+const WORK_TOPICS: [Topic; 4] = [Topic::Works, Topic::Rights, Topic::Disputes, Topic::Certificates];
+
 /// In-memory view of the aggregates a batch touches, by topic then id (so a
 /// lookup by `&str` allocates nothing).
 #[derive(Debug, Default)]
@@ -98,7 +101,7 @@ struct Aggregates {
 #[derive(Debug, Default)]
 struct Overlay<'a> {
     aggregates: HashMap<(&'a str, &'a str), &'a StoredAggregate>,
-    references: &'a [(String, PartyReferrer, bool)],
+    references: &'a [PartyReferenceWrite],
 }
 
 impl<'a> Overlay<'a> {
@@ -174,6 +177,18 @@ impl Aggregates {
 
     fn before(&self, topic: Topic, id: &str) -> Option<&AggregateState> {
         self.entry(topic, id)?.before()
+    }
+
+    /// The sum of the stored versions of the given aggregates (0 for one never seen).
+    fn version_sum<'k>(&self, keys: impl IntoIterator<Item = (Topic, &'k str)>) -> u64 {
+        keys.into_iter().map(|(topic, id)| self.entry(topic, id).map_or(0, |entry| entry.version)).sum()
+    }
+
+    /// The write version of a work's documents: its own four aggregates, then the parties it names.
+    fn work_write_version(&self, id: &str, named_parties: &BTreeSet<String>) -> WriteVersion {
+        let own = self.version_sum(WORK_TOPICS.map(|topic| (topic, id)));
+        let referenced = self.version_sum(named_parties.iter().map(|party| (Topic::Parties, party.as_str())));
+        WriteVersion::of_inputs(own, referenced)
     }
 
     fn parties(&self) -> PartyDirectory<'_> {
@@ -289,12 +304,13 @@ pub async fn project_batch(
 
     let mut referrers: BTreeSet<(String, PartyReferrer)> =
         store.party_referrers(version, &dirty_parties.iter().cloned().collect::<Vec<_>>()).await?.into_iter().collect();
-    for (party, referrer, present) in overlay.references {
-        if dirty_parties.contains(party) {
-            if *present {
-                referrers.insert((party.clone(), referrer.clone()));
+    for reference in overlay.references {
+        if dirty_parties.contains(&reference.party_id) {
+            let key = (reference.party_id.clone(), reference.referrer.clone());
+            if reference.present {
+                referrers.insert(key);
             } else {
-                referrers.remove(&(party.clone(), referrer.clone()));
+                referrers.remove(&key);
             }
         }
     }
@@ -308,9 +324,7 @@ pub async fn project_batch(
     }
     let siblings = dirty_works
         .keys()
-        .flat_map(|id| {
-            [Topic::Works, Topic::Rights, Topic::Disputes, Topic::Certificates].map(|topic| (topic, id.clone()))
-        })
+        .flat_map(|id| WORK_TOPICS.map(|topic| (topic, id.clone())))
         .chain(dirty_licenses.iter().map(|id| (Topic::Licenses, id.clone())))
         .collect();
     aggregates.load(store, version, &overlay, siblings).await?;
@@ -431,18 +445,23 @@ fn write_work(aggregates: &Aggregates, parties: &PartyDirectory<'_>, id: &str, s
     let named =
         |work: Option<&WorkState>, rights| work.map(|work| parties_named_by_work(work, rights)).unwrap_or_default();
     let (named_before, named_after) = (named(work_before, rights_before), named(work, rights));
-    for party in named_before.difference(&named_after) {
-        write.party_references.push((party.clone(), PartyReferrer::Work(id.to_owned()), false));
-    }
-    for party in named_after.difference(&named_before) {
-        write.party_references.push((party.clone(), PartyReferrer::Work(id.to_owned()), true));
+    let version = aggregates.work_write_version(id, &named_after);
+    let references = named_before
+        .difference(&named_after)
+        .map(|party| (party, false))
+        .chain(named_after.difference(&named_before).map(|party| (party, true)));
+    for (party, present) in references {
+        let referrer = PartyReferrer::Work(id.to_owned());
+        write.party_references.push(PartyReferenceWrite { party_id: party.clone(), referrer, present, version });
     }
     let (indexed_before, indexed_after) = (identifiers(work_before), identifiers(work));
-    for (kind, code) in indexed_before.difference(&indexed_after) {
-        write.identifiers.push((*kind, code.clone(), id.to_owned(), false));
-    }
-    for (kind, code) in indexed_after.difference(&indexed_before) {
-        write.identifiers.push((*kind, code.clone(), id.to_owned(), true));
+    let index_changes = indexed_before
+        .difference(&indexed_after)
+        .map(|entry| (entry, false))
+        .chain(indexed_after.difference(&indexed_before).map(|entry| (entry, true)));
+    for ((kind, code), present) in index_changes {
+        let (kind, code, lcc_id) = (*kind, code.clone(), id.to_owned());
+        write.identifiers.push(IdentifierWrite { kind, code, lcc_id, present, version });
     }
 
     // Documents exist once the work itself is registered; rights, disputes
@@ -456,28 +475,30 @@ fn write_work(aggregates: &Aggregates, parties: &PartyDirectory<'_>, id: &str, s
         certificate: state_of!(aggregates, state, Topic::Certificates, id, Certificate),
         parties,
     });
+    let mut document = |kind, body| write.documents.push(DocumentWrite { kind, key: id.to_owned(), body, version });
     if stale.rights_profile {
-        write.documents.push((DocumentKind::RightsProfile, id.to_owned(), Some(to_body(&rendered.rights_profile))));
+        document(DocumentKind::RightsProfile, Some(to_body(&rendered.rights_profile)));
     }
     if stale.verification {
-        write.documents.push((DocumentKind::Verification, id.to_owned(), Some(to_body(&rendered.verification))));
+        document(DocumentKind::Verification, Some(to_body(&rendered.verification)));
     }
     if stale.metadata {
-        write.documents.push((DocumentKind::Metadata, id.to_owned(), Some(to_body(&rendered.metadata))));
+        document(DocumentKind::Metadata, Some(to_body(&rendered.metadata)));
     }
     if stale.evidence {
-        write.documents.push((DocumentKind::Evidence, id.to_owned(), Some(to_body(&rendered.evidence))));
+        document(DocumentKind::Evidence, Some(to_body(&rendered.evidence)));
     }
+    let keyed = |body: Option<Vec<u8>>| KeyedWrite { key: id.to_owned(), body, version };
     match rendered.bulk_row {
-        Some(row) if stale.bulk => write.bulk_rows.push((id.to_owned(), Some(to_body(&row)))),
+        Some(row) if stale.bulk => write.bulk_rows.push(keyed(Some(to_body(&row)))),
         Some(_) => {}
         None if work_before.is_some_and(|before| before.status == WorkStatus::Published) => {
-            write.bulk_rows.push((id.to_owned(), None));
+            write.bulk_rows.push(keyed(None));
         }
         None => {}
     }
     if let Some(fixture) = rendered.fixture {
-        write.fixtures.push((id.to_owned(), Some(to_body(&fixture))));
+        write.fixtures.push(keyed(Some(to_body(&fixture))));
     }
 }
 
@@ -485,16 +506,75 @@ fn write_license(aggregates: &Aggregates, parties: &PartyDirectory<'_>, id: &str
     let Some(license) = state_of!(aggregates, state, Topic::Licenses, id, License) else {
         return;
     };
+    let version = WriteVersion::of_inputs(
+        aggregates.version_sum([(Topic::Licenses, id)]),
+        aggregates.version_sum([(Topic::Parties, license.licensee_party_id.as_str())]),
+    );
     let before = state_of!(aggregates, before, Topic::Licenses, id, License).map(|before| &before.licensee_party_id);
     if before != Some(&license.licensee_party_id) {
+        let reference = |party_id: &String, present| PartyReferenceWrite {
+            party_id: party_id.clone(),
+            referrer: PartyReferrer::License(id.to_owned()),
+            present,
+            version,
+        };
         if let Some(previous) = before {
-            write.party_references.push((previous.clone(), PartyReferrer::License(id.to_owned()), false));
+            write.party_references.push(reference(previous, false));
         }
-        write.party_references.push((license.licensee_party_id.clone(), PartyReferrer::License(id.to_owned()), true));
+        write.party_references.push(reference(&license.licensee_party_id, true));
     }
     let (document, fixture) = render_license(id, license, parties);
-    write.documents.push((DocumentKind::LicenseStatus, id.to_owned(), Some(to_body(&document))));
+    let body = Some(to_body(&document));
+    write.documents.push(DocumentWrite { kind: DocumentKind::LicenseStatus, key: id.to_owned(), body, version });
     if let Some(fixture) = fixture {
-        write.fixtures.push((id.to_owned(), Some(to_body(&fixture))));
+        write.fixtures.push(KeyedWrite { key: id.to_owned(), body: Some(to_body(&fixture)), version });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn aggregates_at(versions: &[(Topic, &str, u64)]) -> Aggregates {
+        let mut aggregates = Aggregates::default();
+        for (topic, id, version) in versions {
+            let entry = Entry { version: *version, state: None, before: None, changed: false };
+            aggregates.entries.entry(*topic).or_default().insert((*id).to_owned(), entry);
+        }
+        aggregates
+    }
+
+    #[test]
+    fn a_works_documents_are_versioned_by_its_own_aggregates_then_by_the_parties_it_names() {
+        let named: BTreeSet<String> = ["PTY-1".to_owned(), "PTY-2".to_owned()].into();
+        let before = aggregates_at(&[
+            (Topic::Works, "LCC-1", 3),
+            (Topic::Rights, "LCC-1", 2),
+            (Topic::Certificates, "LCC-1", 1),
+            (Topic::Works, "LCC-2", 50),
+            (Topic::Parties, "PTY-1", 40),
+            (Topic::Parties, "PTY-2", 5),
+        ]);
+        let version = before.work_write_version("LCC-1", &named);
+        assert_eq!(version, WriteVersion::of_inputs(3 + 2 + 1, 40 + 5), "another work's versions do not count");
+
+        let renamed = aggregates_at(&[
+            (Topic::Works, "LCC-1", 3),
+            (Topic::Rights, "LCC-1", 2),
+            (Topic::Certificates, "LCC-1", 1),
+            (Topic::Parties, "PTY-1", 41),
+            (Topic::Parties, "PTY-2", 5),
+        ]);
+        assert!(renamed.work_write_version("LCC-1", &named) > version, "a party rename");
+
+        // A new rights chain that no longer names the busy party PTY-1.
+        let rechained = aggregates_at(&[
+            (Topic::Works, "LCC-1", 3),
+            (Topic::Rights, "LCC-1", 3),
+            (Topic::Certificates, "LCC-1", 1),
+            (Topic::Parties, "PTY-2", 5),
+        ]);
+        let only_second: BTreeSet<String> = ["PTY-2".to_owned()].into();
+        assert!(rechained.work_write_version("LCC-1", &only_second) > version, "an own change drops a party");
     }
 }

@@ -138,14 +138,7 @@ pub(super) fn party_referrers(
             .map_err(from_sqlite)?;
         for row in rows {
             let (kind, id) = row.map_err(from_sqlite)?;
-            let referrer = match kind.as_str() {
-                "work" => PartyReferrer::Work(id),
-                "license" => PartyReferrer::License(id),
-                other => {
-                    return Err(StoreError::Corrupt(format!("unknown referrer kind {other:?}")));
-                }
-            };
-            referrers.push((party_id.clone(), referrer));
+            referrers.push((party_id.clone(), PartyReferrer::from_columns(&kind, id)?));
         }
     }
     Ok(referrers)

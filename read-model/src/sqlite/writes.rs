@@ -1,4 +1,7 @@
 //! The one write: a whole projector batch in one transaction.
+//!
+//! Write versions are not consulted: one writer applies the batches of a
+//! model version in one serial order, so a later batch is always newer.
 
 use std::collections::BTreeMap;
 
@@ -8,7 +11,7 @@ use super::errors::from_sqlite;
 use crate::bulk::bulk_bucket;
 use crate::documents::DocumentKind;
 use crate::identifiers::Audience;
-use crate::store::{PartyReferrer, StoreError, WriteBatch};
+use crate::store::{KeyedWrite, PartyReferenceWrite, StoreError, WriteBatch};
 
 pub(super) fn apply_batch(connection: &mut Connection, batch: &WriteBatch) -> Result<(), StoreError> {
     let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate).map_err(from_sqlite)?;
@@ -30,12 +33,12 @@ fn write_documents(connection: &Connection, batch: &WriteBatch) -> Result<(), St
         })
         .collect::<Result<Vec<_>, _>>()
         .map_err(from_sqlite)?;
-    for (kind, key, body) in &batch.documents {
-        match body {
-            Some(body) => upserts[*kind as usize].execute(params![key, body]),
+    for write in &batch.documents {
+        match &write.body {
+            Some(body) => upserts[write.kind as usize].execute(params![write.key, body]),
             None => connection
-                .prepare_cached(&format!("DELETE FROM {} WHERE id = ?1", kind.table()))
-                .and_then(|mut statement| statement.execute([key])),
+                .prepare_cached(&format!("DELETE FROM {} WHERE id = ?1", write.kind.table()))
+                .and_then(|mut statement| statement.execute([&write.key])),
         }
         .map_err(from_sqlite)?;
     }
@@ -51,8 +54,8 @@ fn write_documents(connection: &Connection, batch: &WriteBatch) -> Result<(), St
             .execute(params![row.lcc_id, row.recorded_at, row.topic, row.aggregate_version as i64, row.body])
             .map_err(from_sqlite)?;
     }
-    for (kind, code, lcc_id, present) in &batch.identifiers {
-        let sql = if *present {
+    for write in &batch.identifiers {
+        let sql = if write.present {
             "INSERT OR IGNORE INTO identifier_index (kind, code, audience, lcc_id) VALUES (?1, ?2, ?3, ?4)"
         } else {
             "DELETE FROM identifier_index WHERE kind = ?1 AND code = ?2 AND audience = ?3 AND lcc_id = ?4"
@@ -60,21 +63,26 @@ fn write_documents(connection: &Connection, batch: &WriteBatch) -> Result<(), St
         connection
             .prepare_cached(sql)
             .and_then(|mut statement| {
-                statement.execute(params![kind.code(), code, Audience::of(lcc_id).code(), lcc_id])
+                statement.execute(params![
+                    write.kind.code(),
+                    write.code,
+                    Audience::of(&write.lcc_id).code(),
+                    write.lcc_id
+                ])
             })
             .map_err(from_sqlite)?;
     }
-    for (id, body) in &batch.fixtures {
-        match body {
+    for write in &batch.fixtures {
+        match &write.body {
             Some(body) => connection
                 .prepare_cached(
                     "INSERT INTO sandbox_fixtures (id, body) VALUES (?1, ?2) \
                      ON CONFLICT (id) DO UPDATE SET body = excluded.body",
                 )
-                .and_then(|mut statement| statement.execute(params![id, body])),
+                .and_then(|mut statement| statement.execute(params![write.key, body])),
             None => connection
                 .prepare_cached("DELETE FROM sandbox_fixtures WHERE id = ?1")
-                .and_then(|mut statement| statement.execute([id])),
+                .and_then(|mut statement| statement.execute([&write.key])),
         }
         .map_err(from_sqlite)?;
     }
@@ -89,7 +97,7 @@ fn write_bulk_rows(connection: &Connection, batch: &WriteBatch) -> Result<(), St
     let mut update = prepare("UPDATE bulk_rows SET body = ?4 WHERE audience = ?1 AND bucket = ?2 AND lcc_id = ?3")?;
     let mut insert = prepare("INSERT INTO bulk_rows (audience, bucket, lcc_id, body) VALUES (?1, ?2, ?3, ?4)")?;
     let mut delete = prepare("DELETE FROM bulk_rows WHERE audience = ?1 AND bucket = ?2 AND lcc_id = ?3")?;
-    for (lcc_id, body) in &batch.bulk_rows {
+    for KeyedWrite { key: lcc_id, body, .. } in &batch.bulk_rows {
         let audience = Audience::of(lcc_id).code();
         let bucket = bulk_bucket(lcc_id);
         let existed = exists.exists(params![audience, bucket, lcc_id]).map_err(from_sqlite)?;
@@ -137,11 +145,8 @@ fn write_state(connection: &Connection, batch: &WriteBatch) -> Result<(), StoreE
     for (key, stored) in &batch.aggregates {
         aggregates.execute(params![key.topic, key.id, stored.version as i64, stored.state]).map_err(from_sqlite)?;
     }
-    for (party_id, referrer, present) in &batch.party_references {
-        let (kind, id) = match referrer {
-            PartyReferrer::Work(id) => ("work", id),
-            PartyReferrer::License(id) => ("license", id),
-        };
+    for PartyReferenceWrite { party_id, referrer, present, .. } in &batch.party_references {
+        let (kind, id) = referrer.columns();
         let sql = if *present {
             "INSERT OR IGNORE INTO party_references (party_id, referrer_kind, referrer_id) VALUES (?1, ?2, ?3)"
         } else {

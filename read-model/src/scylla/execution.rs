@@ -1,0 +1,101 @@
+//! Preparing and executing statements, and reading their rows: the only
+//! place that talks to the driver's request API.
+
+use std::collections::HashMap;
+use std::hash::Hash;
+
+use futures_util::future::BoxFuture;
+use futures_util::{StreamExt, TryStreamExt, stream};
+use scylla::client::execution_profile::ExecutionProfileHandle;
+use scylla::client::session::Session;
+use scylla::deserialize::row::DeserializeRow;
+use scylla::response::query_result::QueryResult;
+use scylla::serialize::row::SerializeRow;
+use scylla::statement::prepared::PreparedStatement;
+
+use super::errors::{corrupt, unavailable};
+use crate::store::StoreError;
+
+/// Requests one batch keeps in flight at once: enough to hide round trips,
+/// few enough not to queue behind each other on a node's shards.
+const WRITES_IN_FLIGHT: usize = 256;
+
+/// Point reads a projector batch keeps in flight at once.
+const READS_IN_FLIGHT: usize = 128;
+
+/// A set of prepared statements, looked up by what they do.
+#[derive(Debug)]
+pub(super) struct Prepared<S> {
+    statements: HashMap<S, PreparedStatement>,
+}
+
+impl<S: Copy + Eq + Hash + std::fmt::Debug> Prepared<S> {
+    /// Prepares each (statement, CQL, is a read). Every statement is marked
+    /// idempotent, which lets the driver retry it and speculate on it: a
+    /// read, an upsert or deletion with an explicit timestamp, or a write of
+    /// an absolute value has the same effect however often it runs.
+    pub(super) async fn prepare(
+        session: &Session,
+        read_profile: &ExecutionProfileHandle,
+        statements: impl IntoIterator<Item = (S, String, bool)>,
+    ) -> Result<Prepared<S>, StoreError> {
+        let mut prepared = HashMap::new();
+        for (statement, text, is_read) in statements {
+            let mut ready = session
+                .prepare(text.as_str())
+                .await
+                .map_err(|error| unavailable(&format!("cannot prepare {text}"), error))?;
+            ready.set_is_idempotent(true);
+            if is_read {
+                ready.set_execution_profile_handle(Some(read_profile.clone()));
+            }
+            prepared.insert(statement, ready);
+        }
+        Ok(Prepared { statements: prepared })
+    }
+
+    pub(super) fn get(&self, statement: S) -> Result<&PreparedStatement, StoreError> {
+        self.statements.get(&statement).ok_or_else(|| StoreError::Corrupt(format!("{statement:?} is not prepared")))
+    }
+}
+
+/// Executes one prepared statement.
+pub(super) async fn execute(
+    session: &Session,
+    statement: &PreparedStatement,
+    values: impl SerializeRow,
+) -> Result<QueryResult, StoreError> {
+    session
+        .execute_unpaged(statement, values)
+        .await
+        .map_err(|error| unavailable(&format!("{} failed", statement.get_statement()), error))
+}
+
+/// Executes one prepared statement and returns its rows.
+pub(super) async fn select<R>(
+    session: &Session,
+    statement: &PreparedStatement,
+    values: impl SerializeRow,
+) -> Result<Vec<R>, StoreError>
+where
+    R: for<'frame> DeserializeRow<'frame, 'frame>,
+{
+    let result = execute(session, statement, values).await?;
+    let context = statement.get_statement();
+    let rows = result.into_rows_result().map_err(|error| corrupt(context, error))?;
+    let typed = rows.rows::<R>().map_err(|error| corrupt(context, error))?;
+    typed.collect::<Result<Vec<R>, _>>().map_err(|error| corrupt(context, error))
+}
+
+/// A request, boxed so that requests of different shapes share one queue.
+pub(super) type Request<'a, T = ()> = BoxFuture<'a, Result<T, StoreError>>;
+
+/// Runs writes with up to [`WRITES_IN_FLIGHT`] at a time; the first failure ends the run.
+pub(super) async fn run_concurrently(requests: Vec<Request<'_>>) -> Result<(), StoreError> {
+    stream::iter(requests).buffer_unordered(WRITES_IN_FLIGHT).try_collect::<()>().await
+}
+
+/// Runs reads with up to [`READS_IN_FLIGHT`] at a time and returns their answers in any order.
+pub(super) async fn read_concurrently<T>(requests: Vec<Request<'_, T>>) -> Result<Vec<T>, StoreError> {
+    stream::iter(requests).buffer_unordered(READS_IN_FLIGHT).try_collect().await
+}

@@ -1,0 +1,328 @@
+//! The ScyllaDB backend: the read model on a cluster, for when one machine
+//! is not enough.
+//!
+//! Layout (`schemas/cql/`): a catalog keyspace names the model versions and
+//! the active one; each version is a keyspace of its own, so a rebuild
+//! writes a fresh keyspace while readers read the active one, and dropping a
+//! version is dropping its keyspace. Every statement is prepared once per
+//! keyspace and routed to a replica and shard that own its partition.
+//!
+//! What differs from the embedded backend, and why it is still correct:
+//! there is no transaction across partitions, so a batch is written in an
+//! order that a replay repairs, every write stamped with its version
+//! (`writes`); bulk bucket counts are absolute values recounted after the
+//! rows change, not counters, which a replay would double (`bulk_pages`).
+//!
+//! It must not interpret documents, and it never writes a model version
+//! without an explicit timestamp (see `schemas/cql/model.cql`).
+
+mod bulk_pages;
+mod errors;
+mod execution;
+mod reads;
+mod row_mapping;
+pub mod schema;
+mod session;
+mod settings;
+pub mod statements;
+mod timestamps;
+mod writes;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use scylla::client::execution_profile::ExecutionProfileHandle;
+use scylla::client::session::Session;
+use tokio::sync::OnceCell;
+
+use self::errors::unavailable;
+use self::execution::{Prepared, execute, select};
+use self::reads::VersionReads;
+use self::schema::{CATALOG_CQL, MODEL_CQL, SCHEMA_REVISION, render};
+pub use self::settings::{ScyllaSettings, parse_consistency, validate_keyspace};
+use self::statements::{ACTIVE_ROW, CatalogStatement, ModelStatement, REVISION_ROW, VERSIONS_PARTITION};
+use self::writes::VersionWrites;
+use crate::documents::DocumentKind;
+use crate::identifiers::Audience;
+use crate::store::{
+    AggregateKey, Body, BulkPage, Checkpoint, DocumentReads, IdentifierKind, ModelVersion, ModelVersionInfo,
+    ModelVersions, PartyReferrer, ProjectionWrites, StoreError, StoredAggregate, WriteBatch,
+};
+
+/// How long a reader trusts its cached idea of the active version, as in
+/// the embedded backend: an activation reaches every replica within this time.
+const ACTIVE_VERSION_TTL: Duration = Duration::from_millis(500);
+
+/// The ScyllaDB store. Cheap to clone; clones share the session.
+#[derive(Debug, Clone)]
+pub struct ScyllaStore {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    session: Session,
+    read_profile: ExecutionProfileHandle,
+    settings: ScyllaSettings,
+    /// Prepared once the catalog tables exist (after the first `migrate`).
+    catalog: OnceCell<Prepared<CatalogStatement>>,
+    versions: Mutex<HashMap<ModelVersion, Arc<Prepared<ModelStatement>>>>,
+    active: Mutex<Option<(Option<ModelVersion>, Instant)>>,
+}
+
+impl ScyllaStore {
+    /// Connects to the cluster. The schema need not exist yet: `migrate` creates it.
+    pub async fn connect(settings: ScyllaSettings) -> Result<ScyllaStore, StoreError> {
+        validate_keyspace(&settings.keyspace).map_err(StoreError::Corrupt)?;
+        let (session, read_profile) = session::connect(&settings).await?;
+        Ok(ScyllaStore {
+            inner: Arc::new(Inner {
+                session,
+                read_profile,
+                settings,
+                catalog: OnceCell::new(),
+                versions: Mutex::new(HashMap::new()),
+                active: Mutex::new(None),
+            }),
+        })
+    }
+
+    /// The settings the store was connected with.
+    pub fn settings(&self) -> &ScyllaSettings {
+        &self.inner.settings
+    }
+
+    /// Drops the catalog keyspace and every model version keyspace it names.
+    /// For tests and for decommissioning; nothing in normal operation calls it.
+    pub async fn drop_all_keyspaces(&self) -> Result<(), StoreError> {
+        let mut keyspaces: Vec<String> = match self.listed_versions().await {
+            Ok(versions) => versions.into_iter().map(|version| self.inner.settings.model_keyspace(version)).collect(),
+            Err(_) => Vec::new(),
+        };
+        keyspaces.push(self.inner.settings.keyspace.clone());
+        for keyspace in keyspaces {
+            self.run_ddl(&format!("DROP KEYSPACE IF EXISTS {keyspace}")).await?;
+        }
+        self.inner.versions.lock().unwrap_or_else(PoisonError::into_inner).clear();
+        Ok(())
+    }
+
+    async fn run_ddl(&self, statement: &str) -> Result<(), StoreError> {
+        self.inner
+            .session
+            .query_unpaged(statement, ())
+            .await
+            .map(drop)
+            .map_err(|error| unavailable(&format!("{statement} failed"), error))
+    }
+
+    async fn catalog(&self) -> Result<&Prepared<CatalogStatement>, StoreError> {
+        let keyspace = &self.inner.settings.keyspace;
+        self.inner
+            .catalog
+            .get_or_try_init(|| {
+                let statements = CatalogStatement::ALL
+                    .into_iter()
+                    .map(|statement| (statement, statement.text(keyspace), statement.is_read()));
+                Prepared::prepare(&self.inner.session, &self.inner.read_profile, statements)
+            })
+            .await
+    }
+
+    async fn listed_versions(&self) -> Result<Vec<ModelVersion>, StoreError> {
+        let statement = self.catalog().await?.get(CatalogStatement::SelectVersions)?;
+        let rows: Vec<(i32,)> = select(&self.inner.session, statement, (VERSIONS_PARTITION,)).await?;
+        rows.into_iter().map(|(version,)| row_mapping::model_version(version)).collect()
+    }
+
+    async fn stored_active_version(&self) -> Result<Option<ModelVersion>, StoreError> {
+        let statement = self.catalog().await?.get(CatalogStatement::SelectActiveVersion)?;
+        let rows: Vec<(i32,)> = select(&self.inner.session, statement, (ACTIVE_ROW,)).await?;
+        let version = rows.into_iter().next().map(|(version,)| row_mapping::model_version(version)).transpose()?;
+        *self.inner.active.lock().unwrap_or_else(PoisonError::into_inner) = Some((version, Instant::now()));
+        Ok(version)
+    }
+
+    /// The prepared statements of a version the catalog knows.
+    async fn version_statements(&self, version: ModelVersion) -> Result<Arc<Prepared<ModelStatement>>, StoreError> {
+        if let Some(prepared) = self.inner.versions.lock().unwrap_or_else(PoisonError::into_inner).get(&version) {
+            return Ok(prepared.clone());
+        }
+        if !self.listed_versions().await?.contains(&version) {
+            return Err(StoreError::UnknownModelVersion(version));
+        }
+        let keyspace = self.inner.settings.model_keyspace(version);
+        let statements = ModelStatement::all()
+            .into_iter()
+            .map(|statement| (statement, statement.text(&keyspace), statement.is_read()));
+        let prepared = Arc::new(Prepared::prepare(&self.inner.session, &self.inner.read_profile, statements).await?);
+        self.inner.versions.lock().unwrap_or_else(PoisonError::into_inner).insert(version, prepared.clone());
+        Ok(prepared)
+    }
+
+    async fn active_statements(&self) -> Result<Arc<Prepared<ModelStatement>>, StoreError> {
+        let version = self.active_model_version().await?.ok_or(StoreError::NoActiveModelVersion)?;
+        self.version_statements(version).await
+    }
+
+    async fn create_version_keyspace(&self, version: ModelVersion) -> Result<(), StoreError> {
+        let keyspace = self.inner.settings.model_keyspace(version);
+        for statement in render(MODEL_CQL, &keyspace, self.inner.settings.replication_factor) {
+            self.run_ddl(&statement).await?;
+        }
+        Ok(())
+    }
+}
+
+/// Runs a read on the active version's statements.
+macro_rules! on_active {
+    ($store:expr, |$reads:ident| $body:expr) => {{
+        let statements = $store.active_statements().await?;
+        let $reads = VersionReads { session: &$store.inner.session, statements: &statements };
+        $body.await
+    }};
+}
+
+/// Runs a read on a given version's statements.
+macro_rules! on_version {
+    ($store:expr, $version:expr, |$reads:ident| $body:expr) => {{
+        let statements = $store.version_statements($version).await?;
+        let $reads = VersionReads { session: &$store.inner.session, statements: &statements };
+        $body.await
+    }};
+}
+
+#[async_trait]
+impl DocumentReads for ScyllaStore {
+    async fn document(&self, kind: DocumentKind, key: &str) -> Result<Option<Body>, StoreError> {
+        on_active!(self, |reads| reads.document(kind, key))
+    }
+
+    async fn provenance(&self, lcc_id: &str) -> Result<Vec<Body>, StoreError> {
+        on_active!(self, |reads| reads.provenance(lcc_id))
+    }
+
+    async fn works_by_identifier(
+        &self,
+        kind: IdentifierKind,
+        code: &str,
+        audience: Audience,
+    ) -> Result<Vec<String>, StoreError> {
+        on_active!(self, |reads| reads.works_by_identifier(kind, code, audience))
+    }
+
+    async fn bulk_page(&self, audience: Audience, offset: u64, limit: u32) -> Result<BulkPage, StoreError> {
+        on_active!(self, |reads| reads.bulk_page(audience, offset, limit))
+    }
+
+    async fn sandbox_fixtures(&self) -> Result<Vec<Body>, StoreError> {
+        on_active!(self, |reads| reads.sandbox_fixtures())
+    }
+
+    async fn ping(&self) -> Result<(), StoreError> {
+        self.stored_active_version().await?.ok_or(StoreError::NoActiveModelVersion).map(drop)
+    }
+}
+
+#[async_trait]
+impl ProjectionWrites for ScyllaStore {
+    async fn aggregates(
+        &self,
+        version: ModelVersion,
+        keys: &[AggregateKey],
+    ) -> Result<HashMap<AggregateKey, StoredAggregate>, StoreError> {
+        on_version!(self, version, |reads| reads.aggregates(keys))
+    }
+
+    async fn party_referrers(
+        &self,
+        version: ModelVersion,
+        party_ids: &[String],
+    ) -> Result<Vec<(String, PartyReferrer)>, StoreError> {
+        on_version!(self, version, |reads| reads.party_referrers(party_ids))
+    }
+
+    async fn checkpoints(&self, version: ModelVersion, source: &str) -> Result<Vec<Checkpoint>, StoreError> {
+        on_version!(self, version, |reads| reads.checkpoints(source))
+    }
+
+    async fn apply_batch(&self, version: ModelVersion, batch: Arc<WriteBatch>) -> Result<(), StoreError> {
+        let statements = self.version_statements(version).await?;
+        VersionWrites { session: &self.inner.session, statements: &statements }.apply_batch(&batch).await
+    }
+}
+
+#[async_trait]
+impl ModelVersions for ScyllaStore {
+    async fn migrate(&self) -> Result<(), StoreError> {
+        let settings = &self.inner.settings;
+        for statement in render(CATALOG_CQL, &settings.keyspace, settings.replication_factor) {
+            self.run_ddl(&statement).await?;
+        }
+        let catalog = self.catalog().await?;
+        let revision: Vec<(i32,)> =
+            select(&self.inner.session, catalog.get(CatalogStatement::SelectSchemaRevision)?, (REVISION_ROW,)).await?;
+        if let Some((stored,)) = revision.first()
+            && *stored > SCHEMA_REVISION
+        {
+            return Err(StoreError::Corrupt(format!(
+                "schema revision {stored} is newer than this program's {SCHEMA_REVISION}"
+            )));
+        }
+        for version in self.listed_versions().await? {
+            self.create_version_keyspace(version).await?;
+        }
+        let upsert = catalog.get(CatalogStatement::UpsertSchemaRevision)?;
+        execute(&self.inner.session, upsert, (REVISION_ROW, SCHEMA_REVISION)).await.map(drop)
+    }
+
+    async fn model_versions(&self) -> Result<Vec<ModelVersionInfo>, StoreError> {
+        let active = self.stored_active_version().await?;
+        let versions = self.listed_versions().await?;
+        Ok(versions.into_iter().map(|version| ModelVersionInfo { version, active: active == Some(version) }).collect())
+    }
+
+    async fn create_model_version(&self, version: ModelVersion) -> Result<(), StoreError> {
+        let column = row_mapping::version_column(version)?;
+        self.create_version_keyspace(version).await?;
+        let insert = self.catalog().await?.get(CatalogStatement::InsertVersion)?;
+        execute(&self.inner.session, insert, (VERSIONS_PARTITION, column)).await.map(drop)
+    }
+
+    async fn activate_model_version(&self, version: ModelVersion) -> Result<(), StoreError> {
+        if !self.listed_versions().await?.contains(&version) {
+            return Err(StoreError::UnknownModelVersion(version));
+        }
+        let upsert = self.catalog().await?.get(CatalogStatement::UpsertActiveVersion)?;
+        execute(&self.inner.session, upsert, (ACTIVE_ROW, row_mapping::version_column(version)?)).await?;
+        *self.inner.active.lock().unwrap_or_else(PoisonError::into_inner) = Some((Some(version), Instant::now()));
+        Ok(())
+    }
+
+    async fn drop_model_version(&self, version: ModelVersion) -> Result<(), StoreError> {
+        if !self.listed_versions().await?.contains(&version) {
+            return Err(StoreError::UnknownModelVersion(version));
+        }
+        if self.stored_active_version().await? == Some(version) {
+            return Err(StoreError::ActiveModelVersion(version));
+        }
+        let delete = self.catalog().await?.get(CatalogStatement::DeleteVersion)?;
+        execute(&self.inner.session, delete, (VERSIONS_PARTITION, row_mapping::version_column(version)?)).await?;
+        self.inner.versions.lock().unwrap_or_else(PoisonError::into_inner).remove(&version);
+        self.run_ddl(&format!("DROP KEYSPACE IF EXISTS {}", self.inner.settings.model_keyspace(version))).await
+    }
+
+    async fn active_model_version(&self) -> Result<Option<ModelVersion>, StoreError> {
+        {
+            let cached = self.inner.active.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some((version, read_at)) = *cached
+                && read_at.elapsed() < ACTIVE_VERSION_TTL
+            {
+                return Ok(version);
+            }
+        }
+        self.stored_active_version().await
+    }
+}

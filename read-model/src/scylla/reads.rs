@@ -1,0 +1,131 @@
+//! Every read of a model version: one partition per lookup, and for a bulk
+//! page one partition of counts plus one or two bucket partitions.
+
+use std::collections::HashMap;
+
+use futures_util::FutureExt;
+use scylla::client::session::Session;
+
+use super::bulk_pages::{BucketQuery, bucket_query};
+use super::execution::{Prepared, read_concurrently, select};
+use super::row_mapping;
+use super::statements::{FIXTURES_PARTITION, ModelStatement};
+use crate::bulk::plan_page;
+use crate::documents::DocumentKind;
+use crate::identifiers::Audience;
+use crate::store::{
+    AggregateKey, Body, BulkPage, Checkpoint, IdentifierKind, PartyReferrer, StoreError, StoredAggregate,
+};
+
+/// The statements of one model version, with the session that runs them.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct VersionReads<'a> {
+    pub session: &'a Session,
+    pub statements: &'a Prepared<ModelStatement>,
+}
+
+impl VersionReads<'_> {
+    pub(super) async fn document(&self, kind: DocumentKind, key: &str) -> Result<Option<Body>, StoreError> {
+        let statement = self.statements.get(ModelStatement::SelectDocument(kind))?;
+        let rows: Vec<(Vec<u8>,)> = select(self.session, statement, (key,)).await?;
+        Ok(rows.into_iter().next().map(|(body,)| body))
+    }
+
+    pub(super) async fn provenance(&self, lcc_id: &str) -> Result<Vec<Body>, StoreError> {
+        let statement = self.statements.get(ModelStatement::SelectProvenance)?;
+        let rows: Vec<(Vec<u8>,)> = select(self.session, statement, (lcc_id,)).await?;
+        Ok(rows.into_iter().map(|(body,)| body).collect())
+    }
+
+    pub(super) async fn works_by_identifier(
+        &self,
+        kind: IdentifierKind,
+        code: &str,
+        audience: Audience,
+    ) -> Result<Vec<String>, StoreError> {
+        let statement = self.statements.get(ModelStatement::SelectIdentifiers)?;
+        let rows: Vec<(String,)> = select(self.session, statement, (kind.code(), code, audience.code())).await?;
+        Ok(rows.into_iter().map(|(lcc_id,)| lcc_id).collect())
+    }
+
+    pub(super) async fn bulk_page(&self, audience: Audience, offset: u64, limit: u32) -> Result<BulkPage, StoreError> {
+        let counts = self.statements.get(ModelStatement::SelectBucketCounts)?;
+        let counts = row_mapping::bucket_counts(select(self.session, counts, (audience.code(),)).await?)?;
+        let plan = plan_page(&counts, offset, u64::from(limit));
+        let mut page = BulkPage { rows: Vec::with_capacity(limit as usize), total: plan.total };
+        for read in plan.reads {
+            let bucket = i32::try_from(read.bucket).map_err(|_| StoreError::Corrupt("bucket".into()))?;
+            let bodies: Vec<(Vec<u8>,)> = match bucket_query(read) {
+                BucketQuery::Head { limit } => {
+                    let statement = self.statements.get(ModelStatement::SelectBulkBodies)?;
+                    select(self.session, statement, (audience.code(), bucket, limit)).await?
+                }
+                BucketQuery::AfterSkipping { ids_to_read, skip, limit } => {
+                    let statement = self.statements.get(ModelStatement::SelectBulkRowIds)?;
+                    let ids: Vec<(String,)> =
+                        select(self.session, statement, (audience.code(), bucket, ids_to_read)).await?;
+                    // Fewer rows than counted: a count is being repaired, and the page is short until it is.
+                    let Some((first,)) = ids.into_iter().nth(skip) else { continue };
+                    let statement = self.statements.get(ModelStatement::SelectBulkBodiesFrom)?;
+                    select(self.session, statement, (audience.code(), bucket, first, limit)).await?
+                }
+            };
+            page.rows.extend(bodies.into_iter().map(|(body,)| body));
+        }
+        Ok(page)
+    }
+
+    pub(super) async fn sandbox_fixtures(&self) -> Result<Vec<Body>, StoreError> {
+        let statement = self.statements.get(ModelStatement::SelectFixtures)?;
+        let rows: Vec<(Vec<u8>,)> = select(self.session, statement, (FIXTURES_PARTITION,)).await?;
+        Ok(rows.into_iter().map(|(body,)| body).collect())
+    }
+
+    pub(super) async fn aggregates(
+        &self,
+        keys: &[AggregateKey],
+    ) -> Result<HashMap<AggregateKey, StoredAggregate>, StoreError> {
+        let statement = self.statements.get(ModelStatement::SelectAggregate)?;
+        let requests = keys
+            .iter()
+            .map(|key| {
+                async move {
+                    let rows: Vec<(i64, Vec<u8>)> =
+                        select(self.session, statement, (key.topic.as_str(), key.id.as_str())).await?;
+                    rows.into_iter()
+                        .next()
+                        .map(|row| Ok((key.clone(), row_mapping::stored_aggregate(row)?)))
+                        .transpose()
+                }
+                .boxed()
+            })
+            .collect();
+        Ok(read_concurrently(requests).await?.into_iter().flatten().collect())
+    }
+
+    pub(super) async fn party_referrers(
+        &self,
+        party_ids: &[String],
+    ) -> Result<Vec<(String, PartyReferrer)>, StoreError> {
+        let statement = self.statements.get(ModelStatement::SelectPartyReferrers)?;
+        let requests = party_ids
+            .iter()
+            .map(|party_id| {
+                async move {
+                    let rows: Vec<(String, String)> = select(self.session, statement, (party_id.as_str(),)).await?;
+                    rows.into_iter()
+                        .map(|(kind, id)| Ok((party_id.clone(), PartyReferrer::from_columns(&kind, id)?)))
+                        .collect::<Result<Vec<_>, StoreError>>()
+                }
+                .boxed()
+            })
+            .collect();
+        Ok(read_concurrently(requests).await?.into_iter().flatten().collect())
+    }
+
+    pub(super) async fn checkpoints(&self, source: &str) -> Result<Vec<Checkpoint>, StoreError> {
+        let statement = self.statements.get(ModelStatement::SelectCheckpoints)?;
+        let rows: Vec<(String, i32, i64)> = select(self.session, statement, (source,)).await?;
+        Ok(rows.into_iter().map(|row| row_mapping::checkpoint(source, row)).collect())
+    }
+}

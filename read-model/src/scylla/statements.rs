@@ -1,0 +1,337 @@
+//! The text of every CQL statement the backend prepares, in one place.
+//!
+//! Each statement names one table of `schemas/cql/` and restricts its whole
+//! partition key with bound values, so the driver routes it to a replica
+//! that owns the partition (token awareness) and to the shard that owns it
+//! (shard awareness), and each lookup is one partition read. Writes to a
+//! model version carry `USING TIMESTAMP ?`, bound to the version of what
+//! they write (see `timestamps`). The unit tests below check all of this
+//! against the committed DDL.
+
+use crate::documents::DocumentKind;
+
+/// A statement on the tables of one model version keyspace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ModelStatement {
+    SelectDocument(DocumentKind),
+    UpsertDocument(DocumentKind),
+    DeleteDocument(DocumentKind),
+    SelectProvenance,
+    UpsertProvenance,
+    SelectIdentifiers,
+    InsertIdentifier,
+    DeleteIdentifier,
+    SelectBucketCounts,
+    SelectBulkRowIds,
+    SelectBulkBodies,
+    SelectBulkBodiesFrom,
+    SelectBulkRowWriteTime,
+    UpsertBulkRow,
+    DeleteBulkRow,
+    CountBucketRows,
+    WriteBucketCount,
+    SelectFixtures,
+    UpsertFixture,
+    DeleteFixture,
+    SelectAggregate,
+    UpsertAggregate,
+    SelectPartyReferrers,
+    InsertPartyReference,
+    DeletePartyReference,
+    SelectCheckpoints,
+    UpsertCheckpoint,
+}
+
+impl ModelStatement {
+    /// Every statement, each document kind's included.
+    pub fn all() -> Vec<ModelStatement> {
+        use ModelStatement::*;
+        let per_kind = DocumentKind::ALL
+            .into_iter()
+            .flat_map(|kind| [SelectDocument(kind), UpsertDocument(kind), DeleteDocument(kind)]);
+        per_kind
+            .chain([
+                SelectProvenance,
+                UpsertProvenance,
+                SelectIdentifiers,
+                InsertIdentifier,
+                DeleteIdentifier,
+                SelectBucketCounts,
+                SelectBulkRowIds,
+                SelectBulkBodies,
+                SelectBulkBodiesFrom,
+                SelectBulkRowWriteTime,
+                UpsertBulkRow,
+                DeleteBulkRow,
+                CountBucketRows,
+                WriteBucketCount,
+                SelectFixtures,
+                UpsertFixture,
+                DeleteFixture,
+                SelectAggregate,
+                UpsertAggregate,
+                SelectPartyReferrers,
+                InsertPartyReference,
+                DeletePartyReference,
+                SelectCheckpoints,
+                UpsertCheckpoint,
+            ])
+            .collect()
+    }
+
+    /// Whether the statement only reads, and so may be executed speculatively.
+    pub fn is_read(self) -> bool {
+        self.text("k").starts_with("SELECT ")
+    }
+
+    /// The CQL of this statement on the model version keyspace `keyspace`.
+    pub fn text(self, keyspace: &str) -> String {
+        use ModelStatement::*;
+        match self {
+            SelectDocument(kind) => format!("SELECT body FROM {keyspace}.{} WHERE id = ?", kind.table()),
+            UpsertDocument(kind) => {
+                format!("INSERT INTO {keyspace}.{} (id, body) VALUES (?, ?) USING TIMESTAMP ?", kind.table())
+            }
+            DeleteDocument(kind) => format!("DELETE FROM {keyspace}.{} USING TIMESTAMP ? WHERE id = ?", kind.table()),
+            SelectProvenance => format!("SELECT body FROM {keyspace}.provenance_entries WHERE lcc_id = ?"),
+            UpsertProvenance => format!(
+                "INSERT INTO {keyspace}.provenance_entries (lcc_id, recorded_at, topic, aggregate_version, body) \
+                 VALUES (?, ?, ?, ?, ?) USING TIMESTAMP ?"
+            ),
+            SelectIdentifiers => {
+                format!("SELECT lcc_id FROM {keyspace}.identifier_index WHERE kind = ? AND code = ? AND audience = ?")
+            }
+            InsertIdentifier => format!(
+                "INSERT INTO {keyspace}.identifier_index (kind, code, audience, lcc_id) VALUES (?, ?, ?, ?) \
+                 USING TIMESTAMP ?"
+            ),
+            DeleteIdentifier => format!(
+                "DELETE FROM {keyspace}.identifier_index USING TIMESTAMP ? \
+                 WHERE kind = ? AND code = ? AND audience = ? AND lcc_id = ?"
+            ),
+            SelectBucketCounts => {
+                format!("SELECT bucket, row_count FROM {keyspace}.bulk_bucket_counts WHERE audience = ?")
+            }
+            SelectBulkRowIds => {
+                format!("SELECT lcc_id FROM {keyspace}.bulk_rows WHERE audience = ? AND bucket = ? LIMIT ?")
+            }
+            SelectBulkBodies => {
+                format!("SELECT body FROM {keyspace}.bulk_rows WHERE audience = ? AND bucket = ? LIMIT ?")
+            }
+            SelectBulkBodiesFrom => format!(
+                "SELECT body FROM {keyspace}.bulk_rows WHERE audience = ? AND bucket = ? AND lcc_id >= ? LIMIT ?"
+            ),
+            SelectBulkRowWriteTime => format!(
+                "SELECT WRITETIME(body) FROM {keyspace}.bulk_rows WHERE audience = ? AND bucket = ? AND lcc_id = ?"
+            ),
+            UpsertBulkRow => format!(
+                "INSERT INTO {keyspace}.bulk_rows (audience, bucket, lcc_id, body) VALUES (?, ?, ?, ?) \
+                 USING TIMESTAMP ?"
+            ),
+            DeleteBulkRow => format!(
+                "DELETE FROM {keyspace}.bulk_rows USING TIMESTAMP ? WHERE audience = ? AND bucket = ? AND lcc_id = ?"
+            ),
+            CountBucketRows => {
+                format!("SELECT COUNT(*) FROM {keyspace}.bulk_rows WHERE audience = ? AND bucket = ?")
+            }
+            WriteBucketCount => {
+                format!("INSERT INTO {keyspace}.bulk_bucket_counts (audience, bucket, row_count) VALUES (?, ?, ?)")
+            }
+            SelectFixtures => format!("SELECT body FROM {keyspace}.sandbox_fixtures WHERE catalogue = ?"),
+            UpsertFixture => format!(
+                "INSERT INTO {keyspace}.sandbox_fixtures (catalogue, id, body) VALUES (?, ?, ?) USING TIMESTAMP ?"
+            ),
+            DeleteFixture => {
+                format!("DELETE FROM {keyspace}.sandbox_fixtures USING TIMESTAMP ? WHERE catalogue = ? AND id = ?")
+            }
+            SelectAggregate => {
+                format!("SELECT version, state FROM {keyspace}.aggregates WHERE topic = ? AND id = ?")
+            }
+            UpsertAggregate => format!(
+                "INSERT INTO {keyspace}.aggregates (topic, id, version, state) VALUES (?, ?, ?, ?) USING TIMESTAMP ?"
+            ),
+            SelectPartyReferrers => {
+                format!("SELECT referrer_kind, referrer_id FROM {keyspace}.party_references WHERE party_id = ?")
+            }
+            InsertPartyReference => format!(
+                "INSERT INTO {keyspace}.party_references (party_id, referrer_kind, referrer_id) VALUES (?, ?, ?) \
+                 USING TIMESTAMP ?"
+            ),
+            DeletePartyReference => format!(
+                "DELETE FROM {keyspace}.party_references USING TIMESTAMP ? \
+                 WHERE party_id = ? AND referrer_kind = ? AND referrer_id = ?"
+            ),
+            SelectCheckpoints => {
+                format!("SELECT stream, partition, next_offset FROM {keyspace}.checkpoints WHERE source = ?")
+            }
+            UpsertCheckpoint => format!(
+                "INSERT INTO {keyspace}.checkpoints (source, stream, partition, next_offset) VALUES (?, ?, ?, ?) \
+                 USING TIMESTAMP ?"
+            ),
+        }
+    }
+}
+
+/// A statement on the catalog keyspace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CatalogStatement {
+    SelectVersions,
+    InsertVersion,
+    DeleteVersion,
+    SelectActiveVersion,
+    UpsertActiveVersion,
+    SelectSchemaRevision,
+    UpsertSchemaRevision,
+}
+
+impl CatalogStatement {
+    pub const ALL: [CatalogStatement; 7] = [
+        CatalogStatement::SelectVersions,
+        CatalogStatement::InsertVersion,
+        CatalogStatement::DeleteVersion,
+        CatalogStatement::SelectActiveVersion,
+        CatalogStatement::UpsertActiveVersion,
+        CatalogStatement::SelectSchemaRevision,
+        CatalogStatement::UpsertSchemaRevision,
+    ];
+
+    /// Whether the statement only reads.
+    pub fn is_read(self) -> bool {
+        self.text("k").starts_with("SELECT ")
+    }
+
+    /// The CQL of this statement on the catalog keyspace `keyspace`.
+    pub fn text(self, keyspace: &str) -> String {
+        use CatalogStatement::*;
+        match self {
+            SelectVersions => format!("SELECT version FROM {keyspace}.model_versions WHERE catalog = ?"),
+            InsertVersion => format!("INSERT INTO {keyspace}.model_versions (catalog, version) VALUES (?, ?)"),
+            DeleteVersion => format!("DELETE FROM {keyspace}.model_versions WHERE catalog = ? AND version = ?"),
+            SelectActiveVersion => format!("SELECT version FROM {keyspace}.active_model_version WHERE singleton = ?"),
+            UpsertActiveVersion => {
+                format!("INSERT INTO {keyspace}.active_model_version (singleton, version) VALUES (?, ?)")
+            }
+            SelectSchemaRevision => format!("SELECT revision FROM {keyspace}.schema_revision WHERE singleton = ?"),
+            UpsertSchemaRevision => {
+                format!("INSERT INTO {keyspace}.schema_revision (singleton, revision) VALUES (?, ?)")
+            }
+        }
+    }
+}
+
+/// The partition key value of the one partition holding all model versions.
+pub const VERSIONS_PARTITION: &str = "read-model";
+/// The partition key value of the active version's row.
+pub const ACTIVE_ROW: &str = "active";
+/// The partition key value of the schema revision's row.
+pub const REVISION_ROW: &str = "schema";
+/// The partition key value of the sandbox fixture catalogue.
+pub const FIXTURES_PARTITION: &str = "sandbox";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scylla::schema::{CATALOG_CQL, MODEL_CQL, TableShape, render, tables};
+
+    const KEYWORDS: [&str; 14] = [
+        "SELECT",
+        "FROM",
+        "WHERE",
+        "AND",
+        "INSERT",
+        "INTO",
+        "VALUES",
+        "USING",
+        "TIMESTAMP",
+        "DELETE",
+        "LIMIT",
+        "COUNT",
+        "WRITETIME",
+        "k",
+    ];
+
+    /// The table a statement names, and every other identifier in it.
+    fn table_and_columns(text: &str) -> (String, Vec<String>) {
+        let table = text
+            .split_whitespace()
+            .find_map(|word| word.strip_prefix("k."))
+            .map(|name| name.trim_end_matches(|c: char| !c.is_alphanumeric() && c != '_').to_owned())
+            .expect("a table of keyspace k");
+        let columns = text
+            .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.'))
+            .filter(|word| !word.is_empty() && !word.starts_with("k.") && !KEYWORDS.contains(word))
+            .map(str::to_owned)
+            .collect();
+        (table, columns)
+    }
+
+    fn restricted_by_equality(text: &str, column: &str) -> bool {
+        text.split_once(" WHERE ").is_some_and(|(_, filter)| filter.contains(&format!("{column} = ?")))
+    }
+
+    fn check(text: &str, shapes: &[TableShape], versioned_writes: bool) {
+        let (table, columns) = table_and_columns(text);
+        let shape = shapes.iter().find(|shape| shape.name == table).unwrap_or_else(|| panic!("{text}: no {table}"));
+        for column in &columns {
+            assert!(shape.columns.contains(column), "{text}: {table} has no column {column}");
+        }
+        if text.starts_with("INSERT ") {
+            for column in shape.partition_key.iter().chain(&shape.clustering_key) {
+                assert!(columns.contains(column), "{text}: the write leaves key column {column} out");
+            }
+        } else {
+            for column in &shape.partition_key {
+                assert!(restricted_by_equality(text, column), "{text}: not one partition ({column} unbound)");
+            }
+        }
+        if text.starts_with("DELETE ") {
+            for column in &shape.clustering_key {
+                assert!(restricted_by_equality(text, column), "{text}: deletes more than one row");
+            }
+        }
+        let writes = text.starts_with("INSERT ") || text.starts_with("DELETE ");
+        if writes && versioned_writes && table != "bulk_bucket_counts" {
+            assert!(text.contains("USING TIMESTAMP ?"), "{text}: a versioned write without its timestamp");
+        }
+    }
+
+    #[test]
+    fn every_model_statement_reads_or_writes_one_partition_of_a_committed_table() {
+        let shapes = tables(&render(MODEL_CQL, "k", 1));
+        let statements = ModelStatement::all();
+        assert_eq!(statements.len(), 5 * 3 + 24);
+        for statement in statements {
+            check(&statement.text("k"), &shapes, true);
+        }
+    }
+
+    #[test]
+    fn every_catalog_statement_reads_or_writes_one_partition_of_a_committed_table() {
+        let shapes = tables(&render(CATALOG_CQL, "k", 1));
+        for statement in CatalogStatement::ALL {
+            check(&statement.text("k"), &shapes, false);
+        }
+    }
+
+    #[test]
+    fn every_model_table_has_a_writer_and_a_reader() {
+        let shapes = tables(&render(MODEL_CQL, "k", 1));
+        let texts: Vec<String> = ModelStatement::all().into_iter().map(|statement| statement.text("k")).collect();
+        for shape in shapes {
+            let named = |prefix: &str| {
+                texts.iter().any(|text| text.starts_with(prefix) && table_and_columns(text).0 == shape.name)
+            };
+            assert!(named("INSERT "), "nothing writes {}", shape.name);
+            assert!(named("SELECT "), "nothing reads {}", shape.name);
+        }
+    }
+
+    #[test]
+    fn a_delete_binds_its_timestamp_first_and_an_insert_last() {
+        let delete = ModelStatement::DeleteBulkRow.text("k");
+        assert!(delete.find("USING TIMESTAMP ?") < delete.find("WHERE"));
+        let insert = ModelStatement::UpsertBulkRow.text("k");
+        assert!(insert.ends_with("USING TIMESTAMP ?"));
+        assert!(ModelStatement::SelectBulkRowIds.is_read() && !ModelStatement::UpsertBulkRow.is_read());
+    }
+}

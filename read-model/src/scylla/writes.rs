@@ -1,0 +1,190 @@
+//! The batch write, in the order that makes a replay converge.
+//!
+//! ScyllaDB has no transaction across partitions, so a batch is written in
+//! four phases, each finished before the next starts:
+//! 1. what readers see: documents, provenance, index entries, fixtures, bulk rows;
+//! 2. the row counts of the bulk buckets those rows may have changed;
+//! 3. the projector's own state: aggregate states and party references;
+//! 4. the checkpoints.
+//!
+//! A crash in any phase leaves the checkpoints behind the documents. The
+//! restarted projector reads the events again; their aggregate states were
+//! not stored yet (or were, in which case phases 1 and 2 had completed), so it
+//! renders the same documents with the same versions, and rewriting them
+//! with the same timestamps changes nothing. Every write is stamped with its
+//! version (see `timestamps`), so a late or duplicated write never replaces a
+//! newer one.
+
+use std::collections::BTreeSet;
+
+use futures_util::FutureExt;
+use scylla::client::session::Session;
+
+use super::bulk_pages::may_change_count;
+use super::execution::{Prepared, Request, execute, read_concurrently, run_concurrently, select};
+use super::statements::{FIXTURES_PARTITION, ModelStatement};
+use super::timestamps;
+use crate::bulk::bulk_bucket;
+use crate::identifiers::Audience;
+use crate::store::{KeyedWrite, StoreError, WriteBatch};
+
+/// How often a bucket is counted again when its count changed under the write.
+const RECOUNT_ATTEMPTS: usize = 5;
+
+#[derive(Debug, Clone, Copy)]
+pub(super) struct VersionWrites<'a> {
+    pub session: &'a Session,
+    pub statements: &'a Prepared<ModelStatement>,
+}
+
+impl<'a> VersionWrites<'a> {
+    pub(super) async fn apply_batch(&self, batch: &'a WriteBatch) -> Result<(), StoreError> {
+        let buckets = self.buckets_to_recount(&batch.bulk_rows).await?;
+        run_concurrently(self.visible_writes(batch)?).await?;
+        for (audience, bucket) in buckets {
+            self.recount(audience, bucket).await?;
+        }
+        run_concurrently(self.state_writes(batch)?).await?;
+        run_concurrently(self.checkpoint_writes(batch)?).await
+    }
+
+    fn request(
+        &self,
+        statement: ModelStatement,
+        values: impl scylla::serialize::row::SerializeRow + Send + 'a,
+    ) -> Result<Request<'a>, StoreError> {
+        let (session, prepared) = (self.session, self.statements.get(statement)?);
+        Ok(async move { execute(session, prepared, values).await.map(drop) }.boxed())
+    }
+
+    fn visible_writes(&self, batch: &'a WriteBatch) -> Result<Vec<Request<'a>>, StoreError> {
+        let mut requests = Vec::new();
+        for write in &batch.documents {
+            let timestamp = timestamps::of_write_version(write.version);
+            requests.push(match &write.body {
+                Some(body) => {
+                    self.request(ModelStatement::UpsertDocument(write.kind), (&write.key, body, timestamp))?
+                }
+                None => self.request(ModelStatement::DeleteDocument(write.kind), (timestamp, &write.key))?,
+            });
+        }
+        for row in &batch.provenance {
+            let version = i64::try_from(row.aggregate_version).unwrap_or(i64::MAX);
+            let timestamp = timestamps::of_aggregate_version(row.aggregate_version);
+            let values = (&row.lcc_id, row.recorded_at, &row.topic, version, &row.body, timestamp);
+            requests.push(self.request(ModelStatement::UpsertProvenance, values)?);
+        }
+        for write in &batch.identifiers {
+            let timestamp = timestamps::of_write_version(write.version);
+            let key = (write.kind.code(), &write.code, Audience::of(&write.lcc_id).code(), &write.lcc_id);
+            requests.push(if write.present {
+                self.request(ModelStatement::InsertIdentifier, (key.0, key.1, key.2, key.3, timestamp))?
+            } else {
+                self.request(ModelStatement::DeleteIdentifier, (timestamp, key.0, key.1, key.2, key.3))?
+            });
+        }
+        for write in &batch.fixtures {
+            let timestamp = timestamps::of_write_version(write.version);
+            requests.push(match &write.body {
+                Some(body) => {
+                    self.request(ModelStatement::UpsertFixture, (FIXTURES_PARTITION, &write.key, body, timestamp))?
+                }
+                None => self.request(ModelStatement::DeleteFixture, (timestamp, FIXTURES_PARTITION, &write.key))?,
+            });
+        }
+        for write in &batch.bulk_rows {
+            let (audience, bucket) = bulk_partition(&write.key);
+            let timestamp = timestamps::of_write_version(write.version);
+            requests.push(match &write.body {
+                Some(body) => {
+                    self.request(ModelStatement::UpsertBulkRow, (audience, bucket, &write.key, body, timestamp))?
+                }
+                None => self.request(ModelStatement::DeleteBulkRow, (timestamp, audience, bucket, &write.key))?,
+            });
+        }
+        Ok(requests)
+    }
+
+    fn state_writes(&self, batch: &'a WriteBatch) -> Result<Vec<Request<'a>>, StoreError> {
+        let mut requests = Vec::new();
+        for (key, stored) in &batch.aggregates {
+            let version = i64::try_from(stored.version).unwrap_or(i64::MAX);
+            let timestamp = timestamps::of_aggregate_version(stored.version);
+            let values = (&key.topic, &key.id, version, &stored.state, timestamp);
+            requests.push(self.request(ModelStatement::UpsertAggregate, values)?);
+        }
+        for write in &batch.party_references {
+            let (kind, id) = write.referrer.columns();
+            let timestamp = timestamps::of_write_version(write.version);
+            requests.push(if write.present {
+                self.request(ModelStatement::InsertPartyReference, (&write.party_id, kind, id, timestamp))?
+            } else {
+                self.request(ModelStatement::DeletePartyReference, (timestamp, &write.party_id, kind, id))?
+            });
+        }
+        Ok(requests)
+    }
+
+    fn checkpoint_writes(&self, batch: &'a WriteBatch) -> Result<Vec<Request<'a>>, StoreError> {
+        batch
+            .checkpoints
+            .iter()
+            .map(|checkpoint| {
+                let timestamp = timestamps::of_checkpoint(checkpoint.next_offset);
+                let values =
+                    (&checkpoint.source, &checkpoint.stream, checkpoint.partition, checkpoint.next_offset, timestamp);
+                self.request(ModelStatement::UpsertCheckpoint, values)
+            })
+            .collect()
+    }
+
+    /// The buckets whose row count the batch's bulk row writes may change,
+    /// judged from the rows' write times before the batch.
+    async fn buckets_to_recount(&self, writes: &[KeyedWrite]) -> Result<BTreeSet<(&'static str, i32)>, StoreError> {
+        let statement = self.statements.get(ModelStatement::SelectBulkRowWriteTime)?;
+        let requests = writes
+            .iter()
+            .map(|write| {
+                async move {
+                    let (audience, bucket) = bulk_partition(&write.key);
+                    let stored: Vec<(Option<i64>,)> =
+                        select(self.session, statement, (audience, bucket, write.key.as_str())).await?;
+                    let stored_write_time = stored.into_iter().next().and_then(|(write_time,)| write_time);
+                    let timestamp = timestamps::of_write_version(write.version);
+                    let changes = may_change_count(write.body.is_some(), stored_write_time, timestamp);
+                    Ok(changes.then_some((audience, bucket)))
+                }
+                .boxed()
+            })
+            .collect();
+        Ok(read_concurrently(requests).await?.into_iter().flatten().collect())
+    }
+
+    /// Counts a bucket's rows and stores the count; counts again until the
+    /// stored count matches the rows, so that two projectors changing one
+    /// bucket at once cannot leave the count of the one that counted first.
+    async fn recount(&self, audience: &'static str, bucket: i32) -> Result<(), StoreError> {
+        let count = self.statements.get(ModelStatement::CountBucketRows)?;
+        let write = self.statements.get(ModelStatement::WriteBucketCount)?;
+        let mut rows = count_of(select(self.session, count, (audience, bucket)).await?);
+        for _ in 0..RECOUNT_ATTEMPTS {
+            execute(self.session, write, (audience, bucket, rows)).await?;
+            let again = count_of(select(self.session, count, (audience, bucket)).await?);
+            if again == rows {
+                return Ok(());
+            }
+            rows = again;
+        }
+        Err(StoreError::Unavailable(format!("the row count of bulk bucket {audience}/{bucket} keeps changing")))
+    }
+}
+
+/// The bulk partition of a work: its audience and bucket.
+fn bulk_partition(lcc_id: &str) -> (&'static str, i32) {
+    // Buckets are below BULK_BUCKETS (1024), so the conversion cannot fail.
+    (Audience::of(lcc_id).code(), i32::try_from(bulk_bucket(lcc_id)).unwrap_or(i32::MAX))
+}
+
+fn count_of(rows: Vec<(i64,)>) -> i64 {
+    rows.into_iter().next().map_or(0, |(count,)| count)
+}

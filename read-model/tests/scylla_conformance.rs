@@ -1,0 +1,36 @@
+//! The store conformance suite against the ScyllaDB backend.
+//!
+//! It runs when `SCYLLA_NODES` names the contact points of a cluster
+//! (`host:port`, comma-separated; for example `127.0.0.1:9042` against
+//! `docker compose up scylla`). Each case gets keyspaces of its own, dropped
+//! afterwards, so the suite may share a cluster with anything else. Without
+//! `SCYLLA_NODES`, every case prints that it was skipped and passes, since
+//! no ScyllaDB server can run on the machines CI uses.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use read_model::conformance::StoreUnderTest;
+use read_model::{ModelVersions, ScyllaSettings, ScyllaStore};
+
+async fn fresh_scylla_store() -> Option<StoreUnderTest> {
+    let Some(nodes) = std::env::var("SCYLLA_NODES").ok().filter(|nodes| !nodes.trim().is_empty()) else {
+        eprintln!("SKIPPED: the ScyllaDB conformance case did not run, because SCYLLA_NODES is not set");
+        return None;
+    };
+    static CASES: AtomicU32 = AtomicU32::new(0);
+    let started = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_millis() % 1_000_000);
+    let mut settings = ScyllaSettings::new(nodes.split(',').map(|node| node.trim().to_owned()).collect());
+    settings.keyspace =
+        format!("conformance_{}_{started}_{}", std::process::id(), CASES.fetch_add(1, Ordering::Relaxed));
+    let store = ScyllaStore::connect(settings).await.expect("SCYLLA_NODES is set, so the cluster must be reachable");
+    store.migrate().await.expect("migrate a fresh keyspace");
+    let cleanup_store = store.clone();
+    let cleanup = async move {
+        cleanup_store.drop_all_keyspaces().await.expect("drop the case's keyspaces");
+    };
+    Some(StoreUnderTest { store: Arc::new(store), guard: Box::new(()), cleanup: Some(Box::pin(cleanup)) })
+}
+
+read_model::store_conformance_tests!(fresh_scylla_store);
