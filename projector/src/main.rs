@@ -20,7 +20,8 @@ use projector::source::kafka::KafkaSettings;
 use projector::source::kafka::consumer::{ConsumerOptions, ConsumerShared, start_consumer};
 use projector::source::kafka::dead_letter_topic::{DeadLetterTopic, list_dead_letters, redrive_dead_letters};
 use projector::source::wire::SchemaIds;
-use read_model::{ModelVersion, ModelVersions, SqliteStore, Store};
+use read_model::store_arguments::StoreArguments;
+use read_model::{ModelVersion, Store};
 use tokio::sync::watch;
 
 #[derive(Debug, Parser)]
@@ -50,13 +51,6 @@ enum Command {
     Generate(GenerateArguments),
     /// Create or upgrade the store's schema (idempotent).
     Migrate(StoreArguments),
-}
-
-#[derive(Debug, clap::Args)]
-struct StoreArguments {
-    /// Directory of the embedded SQLite store.
-    #[arg(long, env = "LCC_DATA_DIR", default_value = "data")]
-    data_dir: PathBuf,
 }
 
 #[derive(Debug, clap::Args)]
@@ -202,12 +196,12 @@ fn main() -> anyhow::Result<()> {
     runtime.block_on(async move {
         match cli.command {
             Command::Run(arguments) => {
-                let store = open_store(&arguments.store).await?;
-                let version = choose_version(&store, arguments.model_version).await?;
+                let store = open_store(&arguments.store, true).await?;
+                let version = choose_version(store.as_ref(), arguments.model_version).await?;
                 project(store, &arguments.store, version, &arguments.source, &arguments.tuning, false).await
             }
             Command::Rebuild(arguments) => {
-                let store = open_store(&arguments.store).await?;
+                let store = open_store(&arguments.store, true).await?;
                 let version = ModelVersion(arguments.into);
                 if store.active_model_version().await? == Some(version) {
                     bail!("model version {version} is active; rebuild into a new version");
@@ -219,19 +213,19 @@ fn main() -> anyhow::Result<()> {
                 project(store, &arguments.store, version, &arguments.source, &tuning, true).await
             }
             Command::Activate(arguments) => {
-                let store = open_store(&arguments.store).await?;
+                let store = open_store(&arguments.store, false).await?;
                 store.activate_model_version(ModelVersion(arguments.version)).await.context("failed to activate")?;
                 println!("model version {} is active", arguments.version);
                 Ok(())
             }
             Command::Drop(arguments) => {
-                let store = open_store(&arguments.store).await?;
+                let store = open_store(&arguments.store, false).await?;
                 store.drop_model_version(ModelVersion(arguments.version)).await.context("failed to drop")?;
                 println!("model version {} dropped", arguments.version);
                 Ok(())
             }
             Command::Versions(arguments) => {
-                let store = open_store(&arguments).await?;
+                let store = open_store(&arguments, false).await?;
                 for info in store.model_versions().await? {
                     println!("{}", serde_json::json!({"version": info.version.0, "active": info.active}));
                 }
@@ -250,18 +244,20 @@ fn main() -> anyhow::Result<()> {
                 Ok(())
             }
             Command::Migrate(arguments) => {
-                let store = open_store(&arguments).await?;
-                println!("store at {} is at the current schema", store.directory().display());
+                open_store(&arguments, false).await?;
+                println!("the {} is at the current schema", arguments.describe());
                 Ok(())
             }
         }
     })
 }
 
-async fn open_store(arguments: &StoreArguments) -> anyhow::Result<SqliteStore> {
-    let store = SqliteStore::open(&arguments.data_dir)
-        .with_context(|| format!("failed to open the store in {}", arguments.data_dir.display()))?;
-    store.migrate().await.context("failed to migrate the store")?;
+/// Opens the store and brings its schema up to date. Long-running commands
+/// wait for a store that cannot be reached yet; one-off commands fail at once.
+async fn open_store(arguments: &StoreArguments, wait: bool) -> anyhow::Result<Arc<dyn Store>> {
+    let opened = if wait { arguments.open_waiting().await } else { arguments.open().await };
+    let store = opened.with_context(|| format!("failed to open the {}", arguments.describe()))?;
+    store.migrate().await.with_context(|| format!("failed to migrate the {}", arguments.describe()))?;
     Ok(store)
 }
 
@@ -277,7 +273,7 @@ async fn choose_version(store: &dyn Store, requested: Option<u32>) -> anyhow::Re
 /// Runs the projection from `source` into `version`, with the admin listener, until
 /// caught up (when asked) or a signal.
 async fn project(
-    store: SqliteStore,
+    store: Arc<dyn Store>,
     store_arguments: &StoreArguments,
     version: ModelVersion,
     source: &str,
@@ -291,7 +287,6 @@ async fn project(
         exit_when_caught_up: tuning.exit_when_caught_up,
         poll_interval: Duration::from_secs(1),
     };
-    let store: Arc<dyn Store> = Arc::new(store);
     let metrics = Arc::new(ProjectorMetrics::new(version, rebuild).context("failed to register metrics")?);
     let (feed, dead_letters, kafka): (SourceFeed, Box<dyn DeadLetterSink>, Option<Arc<ConsumerShared>>) = if let Some(
         directory,

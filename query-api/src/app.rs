@@ -34,6 +34,9 @@ pub struct Settings {
     pub default_rate_limit: u32,
     /// Largest `limit` the bulk endpoint accepts.
     pub bulk_max_limit: u32,
+    /// Whether requests come through a proxy that appends the client's
+    /// address to `X-Forwarded-For` (see `routes::ClientAddress`).
+    pub trust_x_forwarded_for: bool,
 }
 
 /// Everything a request handler needs.

@@ -39,6 +39,10 @@ pub struct ServeConfig {
     /// Largest page size of the bulk export.
     #[arg(long, env = "LCC_BULK_MAX_LIMIT", default_value_t = 1_000)]
     pub bulk_max_limit: u32,
+    /// Take the client address of unauthenticated limits from the last
+    /// `X-Forwarded-For` entry. Set it only behind a proxy that appends it.
+    #[arg(long, env = "LCC_TRUST_X_FORWARDED_FOR")]
+    pub trust_x_forwarded_for: bool,
 }
 
 impl ServeConfig {
@@ -68,6 +72,7 @@ impl ServeConfig {
                 environment: self.environment,
                 default_rate_limit: self.default_rate_limit,
                 bulk_max_limit: self.bulk_max_limit,
+                trust_x_forwarded_for: self.trust_x_forwarded_for,
             },
             openapi_document: Default::default(),
         }))

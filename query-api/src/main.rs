@@ -8,7 +8,8 @@ use clap::{Parser, Subcommand};
 use query_api::config::ServeConfig;
 use query_api::keys::Scopes;
 use query_api::keys::store::KeyStore;
-use read_model::{DocumentReads, SqliteStore};
+use read_model::DocumentReads;
+use read_model::store_arguments::StoreArguments;
 
 #[derive(Debug, Parser)]
 #[command(name = "query-api", version, about = "The public, read-only rights data API.")]
@@ -20,7 +21,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Serve the public API.
-    Serve(ServeArguments),
+    Serve(Box<ServeArguments>),
     /// Manage production API keys.
     Keys {
         #[command(subcommand)]
@@ -52,8 +53,8 @@ enum KeyCommand {
 
 #[derive(Debug, clap::Args)]
 struct ServeArguments {
-    #[arg(long, env = "LCC_DATA_DIR", default_value = "data")]
-    data_dir: PathBuf,
+    #[command(flatten)]
+    store: StoreArguments,
     #[command(flatten)]
     config: ServeConfig,
 }
@@ -73,7 +74,7 @@ fn main() -> anyhow::Result<()> {
                 .enable_all()
                 .build()
                 .context("failed to start the runtime")?;
-            runtime.block_on(serve(arguments))
+            runtime.block_on(serve(*arguments))
         }
     }
 }
@@ -115,9 +116,14 @@ fn keys(command: KeyCommand, data_dir: &std::path::Path) -> anyhow::Result<()> {
 }
 
 async fn serve(arguments: ServeArguments) -> anyhow::Result<()> {
-    let store: Arc<dyn DocumentReads> =
-        Arc::new(SqliteStore::open(&arguments.data_dir).context("failed to open the store")?);
-    let app = arguments.config.build_app(store, &arguments.data_dir)?;
+    // The API never migrates: the projector owns the schema. Until it exists, reads answer 503.
+    let store: Arc<dyn DocumentReads> = arguments
+        .store
+        .open_waiting()
+        .await
+        .with_context(|| format!("failed to open the {}", arguments.store.describe()))?;
+    tracing::info!(store = %arguments.store.describe(), "reading the read model");
+    let app = arguments.config.build_app(store, &arguments.store.data_dir)?;
     let listener = tokio::net::TcpListener::bind(&arguments.config.listen)
         .await
         .with_context(|| format!("failed to listen on {}", arguments.config.listen))?;

@@ -8,6 +8,7 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use query_api::keys::Scope;
 use support::{BASE, Service};
+use tower::ServiceExt;
 
 /// (path with a production id, path with a sandbox id, scope it needs)
 fn endpoints(production: &str) -> Vec<(String, String, Scope)> {
@@ -160,4 +161,32 @@ async fn the_rate_limit_allows_exactly_its_count_then_answers_429() {
     let retry_after: u64 = headers["retry-after"].to_str().expect("ascii").parse().expect("seconds");
     assert!((1..=12).contains(&retry_after), "{retry_after}");
     assert_eq!(headers["content-type"], "application/problem+json");
+}
+
+/// Sends `GET /sandbox/fixtures` to `app` as the client `forwarded_for` behind a proxy.
+async fn fixtures_for(app: &std::sync::Arc<query_api::app::App>, forwarded_for: &str) -> StatusCode {
+    let request = Request::get(format!("{BASE}/sandbox/fixtures"))
+        .header("x-forwarded-for", forwarded_for)
+        .body(Body::empty())
+        .expect("request");
+    let response = query_api::routes::router(std::sync::Arc::clone(app)).oneshot(request).await.expect("infallible");
+    response.status()
+}
+
+#[tokio::test]
+async fn behind_a_trusted_proxy_anonymous_limits_count_per_forwarded_client() {
+    let service = Service::start().await;
+    let proxied = service.behind_a_proxy();
+    for _ in 0..60 {
+        assert_eq!(fixtures_for(&proxied, "10.0.0.1, 198.51.100.1").await, StatusCode::OK);
+    }
+    assert_eq!(fixtures_for(&proxied, "10.0.0.2, 198.51.100.1").await, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(fixtures_for(&proxied, "198.51.100.2").await, StatusCode::OK, "another client has its own quota");
+
+    // Without the flag the header is ignored, so a client cannot mint quotas by forging it.
+    let direct = &service.app;
+    for index in 0..60 {
+        assert_eq!(fixtures_for(direct, &format!("198.51.100.{index}")).await, StatusCode::OK);
+    }
+    assert_eq!(fixtures_for(direct, "203.0.113.9").await, StatusCode::TOO_MANY_REQUESTS);
 }

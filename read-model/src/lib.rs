@@ -17,6 +17,8 @@ pub mod identifiers;
 pub mod scylla;
 pub mod sqlite;
 pub mod store;
+#[cfg(feature = "cli")]
+pub mod store_arguments;
 
 pub use documents::DocumentKind;
 pub use identifiers::Audience;

@@ -19,12 +19,13 @@ mod rights;
 mod sandbox;
 mod verify;
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{ConnectInfo, DefaultBodyLimit, Request};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::extract::{ConnectInfo, DefaultBodyLimit, FromRequestParts, Request};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use read_model::{Body, DocumentKind};
 use serde_json::value::RawValue;
@@ -117,7 +118,42 @@ pub(crate) fn decode<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, A
     })
 }
 
-/// The client address of a request, for limits on endpoints without a key.
-pub(crate) fn client_address(connect_info: Option<&ConnectInfo<SocketAddr>>) -> String {
-    connect_info.map_or_else(|| "unknown".to_owned(), |ConnectInfo(address)| address.ip().to_string())
+/// The address a request comes from, for limits on endpoints without a key.
+///
+/// Behind a trusted proxy (`--trust-x-forwarded-for`) it is the last entry of
+/// `X-Forwarded-For`: the address the proxy itself saw and appended, which
+/// a client cannot forge (entries before it can be anything).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientAddress(pub String);
+
+impl FromRequestParts<Arc<App>> for ClientAddress {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, app: &Arc<App>) -> Result<ClientAddress, Self::Rejection> {
+        let peer = parts.extensions.get::<ConnectInfo<SocketAddr>>().map(|ConnectInfo(address)| address.ip());
+        let forwarded = app.settings.trust_x_forwarded_for.then(|| last_forwarded_for(&parts.headers)).flatten();
+        Ok(ClientAddress(forwarded.or(peer).map_or_else(|| "unknown".to_owned(), |address| address.to_string())))
+    }
+}
+
+fn last_forwarded_for(headers: &HeaderMap) -> Option<IpAddr> {
+    let last_header = headers.get_all("x-forwarded-for").iter().next_back()?;
+    last_header.to_str().ok()?.rsplit(',').next()?.trim().parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_forwarded_address_is_the_one_the_proxy_appended() {
+        let mut headers = HeaderMap::new();
+        assert_eq!(last_forwarded_for(&headers), None);
+        headers.append("x-forwarded-for", HeaderValue::from_static("10.9.9.9, 203.0.113.7"));
+        assert_eq!(last_forwarded_for(&headers), "203.0.113.7".parse().ok());
+        headers.append("x-forwarded-for", HeaderValue::from_static("198.51.100.2"));
+        assert_eq!(last_forwarded_for(&headers), "198.51.100.2".parse().ok());
+        headers.insert("x-forwarded-for", HeaderValue::from_static("not an address"));
+        assert_eq!(last_forwarded_for(&headers), None);
+    }
 }

@@ -11,12 +11,10 @@
 //! the router does not serve.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::Extension;
 use axum::body::Bytes;
-use axum::extract::{ConnectInfo, State};
+use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
@@ -27,7 +25,7 @@ use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
 use utoipa::openapi::{Content, Header, RefOr, Server};
 
-use super::client_address;
+use super::ClientAddress;
 use crate::app::{App, BASE_PATH, Settings, with_rate_headers};
 use crate::errors::Problem;
 
@@ -93,11 +91,8 @@ struct Description;
     summary = "The OpenAPI 3.1 description of the public endpoints",
     responses((status = 200, description = "This document.", body = Object)),
 )]
-pub async fn openapi_json(
-    State(app): State<Arc<App>>,
-    connect_info: Option<Extension<ConnectInfo<SocketAddr>>>,
-) -> Response {
-    match app.limit_anonymous(&client_address(connect_info.as_ref().map(|Extension(info)| info))) {
+pub async fn openapi_json(State(app): State<Arc<App>>, ClientAddress(client): ClientAddress) -> Response {
+    match app.limit_anonymous(&client) {
         Ok(rate) => {
             // `router` serialized the document before it could serve this route.
             let document = app.openapi_document.get().cloned().unwrap_or_default();

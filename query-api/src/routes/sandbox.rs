@@ -1,13 +1,11 @@
 //! The sandbox: the fixture catalogue and self-service key registration.
 //! Neither takes a key; both are limited per client address.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::Extension;
 use axum::body::Bytes;
+use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use read_model::calendar::Timestamp;
@@ -16,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use utoipa::ToSchema;
 
-use super::{MAX_BODY_BYTES, client_address, json_of, stored_json_list};
+use super::{ClientAddress, MAX_BODY_BYTES, json_of, stored_json_list};
 use crate::app::{App, with_rate_headers};
 use crate::errors::ApiError;
 
@@ -40,11 +38,8 @@ pub struct FixtureCatalogue {
         (status = 200, description = "The fixture catalogue.", body = FixtureCatalogue),
     ),
 )]
-pub async fn fixtures(
-    State(app): State<Arc<App>>,
-    connect_info: Option<Extension<ConnectInfo<SocketAddr>>>,
-) -> Response {
-    let rate = match app.limit_anonymous(&client_address(connect_info.as_ref().map(|Extension(info)| info))) {
+pub async fn fixtures(State(app): State<Arc<App>>, ClientAddress(client): ClientAddress) -> Response {
+    let rate = match app.limit_anonymous(&client) {
         Ok(rate) => rate,
         Err(refused) => return refused,
     };
@@ -110,11 +105,11 @@ pub fn is_plausible_email(email: &str) -> bool {
 )]
 pub async fn register(
     State(app): State<Arc<App>>,
-    connect_info: Option<Extension<ConnectInfo<SocketAddr>>>,
+    ClientAddress(client): ClientAddress,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    let rate = match app.limit_anonymous(&client_address(connect_info.as_ref().map(|Extension(info)| info))) {
+    let rate = match app.limit_anonymous(&client) {
         Ok(rate) => rate,
         Err(refused) => return refused,
     };

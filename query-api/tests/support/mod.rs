@@ -52,7 +52,7 @@ async fn project(store: &SqliteStore, events: &Path, dead_letters: &Path) {
         .expect("projection");
 }
 
-fn app(store: &SqliteStore, production_keys: Arc<KeyStore>, environment: Environment) -> Arc<App> {
+fn app(store: &SqliteStore, production_keys: Arc<KeyStore>, environment: Environment, behind_proxy: bool) -> Arc<App> {
     Arc::new(App {
         store: Arc::new(store.clone()),
         production_keys,
@@ -64,6 +64,7 @@ fn app(store: &SqliteStore, production_keys: Arc<KeyStore>, environment: Environ
             environment,
             default_rate_limit: 60,
             bulk_max_limit: 1_000,
+            trust_x_forwarded_for: behind_proxy,
         },
         openapi_document: Default::default(),
     })
@@ -86,13 +87,18 @@ impl Service {
 
         let keys = Arc::new(KeyStore::open(&data).expect("keys"));
         let (full_key, _) = keys.issue("Everything Ltd", Scopes::all(), 100_000).expect("issue");
-        let app = app(&store, keys, Environment::Development);
+        let app = app(&store, keys, Environment::Development, false);
         Service { directory, app, store, full_key }
     }
 
     /// Another instance of the service over the same store and keys, in `environment`.
     pub fn in_environment(&self, environment: Environment) -> Arc<App> {
-        app(&self.store, Arc::clone(&self.app.production_keys), environment)
+        app(&self.store, Arc::clone(&self.app.production_keys), environment, false)
+    }
+
+    /// Another instance of the service that trusts `X-Forwarded-For`, as behind the compose load balancer.
+    pub fn behind_a_proxy(&self) -> Arc<App> {
+        app(&self.store, Arc::clone(&self.app.production_keys), Environment::Development, true)
     }
 
     pub fn issue_key(&self, scopes: &[Scope], rate_limit: u32) -> String {
