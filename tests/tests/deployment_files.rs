@@ -81,11 +81,8 @@ fn hadolint_accepts_the_dockerfile_and_the_runtime_image_is_small_and_unprivileg
     if !external_tool_available("hadolint") {
         return;
     }
-    let output = Command::new("hadolint")
-        .arg("Dockerfile")
-        .current_dir(workspace_root())
-        .output()
-        .expect("hadolint runs");
+    let output =
+        Command::new("hadolint").arg("Dockerfile").current_dir(workspace_root()).output().expect("hadolint runs");
     assert_success("hadolint", &output);
 }
 
