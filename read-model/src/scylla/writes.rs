@@ -41,9 +41,8 @@ impl<'a> VersionWrites<'a> {
     pub(super) async fn apply_batch(&self, batch: &'a WriteBatch) -> Result<(), StoreError> {
         let buckets = self.buckets_to_recount(&batch.bulk_rows).await?;
         run_concurrently(self.visible_writes(batch)?).await?;
-        for (audience, bucket) in buckets {
-            self.recount(audience, bucket).await?;
-        }
+        let recounts = buckets.into_iter().map(|(audience, bucket)| self.recount(audience, bucket).boxed()).collect();
+        run_concurrently(recounts).await?;
         run_concurrently(self.state_writes(batch)?).await?;
         run_concurrently(self.checkpoint_writes(batch)?).await
     }
@@ -163,7 +162,7 @@ impl<'a> VersionWrites<'a> {
     /// Counts a bucket's rows and stores the count; counts again until the
     /// stored count matches the rows, so that two projectors changing one
     /// bucket at once cannot leave the count of the one that counted first.
-    async fn recount(&self, audience: &'static str, bucket: i32) -> Result<(), StoreError> {
+    async fn recount(self, audience: &'static str, bucket: i32) -> Result<(), StoreError> {
         let count = self.statements.get(ModelStatement::CountBucketRows)?;
         let write = self.statements.get(ModelStatement::WriteBucketCount)?;
         let mut rows = count_of(select(self.session, count, (audience, bucket)).await?);
