@@ -96,11 +96,13 @@ impl StoreArguments {
     /// Opens the store, waiting for a cluster that cannot be reached yet
     /// (retrying with a doubling pause of up to 30 s), so that a service
     /// started before its database waits instead of exiting and restarting.
+    /// A local SQLite directory that cannot be opened will not heal by
+    /// waiting, so that fails at once.
     pub async fn open_waiting(&self) -> Result<Arc<dyn Store>, StoreError> {
         let mut pause = Duration::from_millis(500);
         loop {
             match self.open().await {
-                Err(StoreError::Unavailable(reason)) => {
+                Err(StoreError::Unavailable(reason)) if self.backend == Backend::Scylla => {
                     tracing::warn!(store = %self.describe(), %reason, retry_in = ?pause, "the store is unavailable");
                     tokio::time::sleep(pause).await;
                     pause = (pause * 2).min(Duration::from_secs(30));
@@ -155,6 +157,15 @@ mod tests {
         assert_eq!(settings.local_datacenter.as_deref(), Some("eu-west"));
         assert_eq!(settings.credentials, Some(("api".into(), "secret".into())));
         assert_eq!(arguments.describe(), "ScyllaDB keyspace rights at a:9042,b:9042");
+    }
+
+    #[tokio::test]
+    async fn a_sqlite_directory_that_cannot_be_opened_fails_at_once_instead_of_waiting() {
+        let directory = tempfile::tempdir().expect("tempdir");
+        let file = directory.path().join("not-a-directory");
+        std::fs::write(&file, b"x").expect("write");
+        let arguments = Command::parse_from(["test", "--data-dir", file.to_str().expect("utf-8")]).store;
+        assert!(matches!(arguments.open_waiting().await, Err(StoreError::Unavailable(_))));
     }
 
     #[test]
