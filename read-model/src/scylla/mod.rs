@@ -24,7 +24,7 @@ mod row_mapping;
 pub mod schema;
 mod session;
 mod settings;
-pub mod statements;
+mod statements;
 mod timestamps;
 mod writes;
 
@@ -41,7 +41,8 @@ use self::errors::unavailable;
 use self::execution::{Prepared, execute, select};
 use self::reads::VersionReads;
 use self::schema::{CATALOG_CQL, MODEL_CQL, SCHEMA_REVISION, render};
-pub use self::settings::{ScyllaSettings, parse_consistency, validate_keyspace};
+pub use self::settings::{ScyllaSettings, parse_consistency};
+use self::settings::validate_keyspace;
 use self::statements::{ACTIVE_ROW, CatalogStatement, ModelStatement, REVISION_ROW, VERSIONS_PARTITION};
 use self::writes::VersionWrites;
 use crate::documents::DocumentKind;
@@ -87,11 +88,6 @@ impl ScyllaStore {
                 active: Mutex::new(None),
             }),
         })
-    }
-
-    /// The settings the store was connected with.
-    pub fn settings(&self) -> &ScyllaSettings {
-        &self.inner.settings
     }
 
     /// Drops the catalog keyspace and every model version keyspace it names.
