@@ -8,6 +8,7 @@
 //! It must not know where events come from or how HTTP works: the projector
 //! builds documents and hands them to a store; the query API reads them back.
 
+mod active_version_cache;
 pub mod bulk;
 pub mod calendar;
 #[cfg(feature = "conformance")]

@@ -30,7 +30,6 @@ mod writes;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use scylla::client::execution_profile::ExecutionProfileHandle;
@@ -45,16 +44,13 @@ use self::settings::validate_keyspace;
 pub use self::settings::{ScyllaSettings, parse_consistency};
 use self::statements::{ACTIVE_ROW, CatalogStatement, ModelStatement, REVISION_ROW, VERSIONS_PARTITION};
 use self::writes::VersionWrites;
+use crate::active_version_cache::ActiveVersionCache;
 use crate::documents::DocumentKind;
 use crate::identifiers::Audience;
 use crate::store::{
     AggregateKey, Body, BulkPage, Checkpoint, DocumentReads, IdentifierKind, ModelVersion, ModelVersionInfo,
     ModelVersions, PartyReferrer, ProjectionWrites, StoreError, StoredAggregate, WriteBatch,
 };
-
-/// How long a reader trusts its cached idea of the active version, as in
-/// the embedded backend: an activation reaches every replica within this time.
-const ACTIVE_VERSION_TTL: Duration = Duration::from_millis(500);
 
 /// The ScyllaDB store. Cheap to clone; clones share the session.
 #[derive(Debug, Clone)]
@@ -70,7 +66,7 @@ struct Inner {
     /// Prepared once the catalog tables exist (after the first `migrate`).
     catalog: OnceCell<Prepared<CatalogStatement>>,
     versions: Mutex<HashMap<ModelVersion, Arc<Prepared<ModelStatement>>>>,
-    active: Mutex<Option<(Option<ModelVersion>, Instant)>>,
+    active: ActiveVersionCache,
 }
 
 impl ScyllaStore {
@@ -85,7 +81,7 @@ impl ScyllaStore {
                 settings,
                 catalog: OnceCell::new(),
                 versions: Mutex::new(HashMap::new()),
-                active: Mutex::new(None),
+                active: ActiveVersionCache::default(),
             }),
         })
     }
@@ -137,7 +133,7 @@ impl ScyllaStore {
         let statement = self.catalog().await?.get(CatalogStatement::SelectActiveVersion)?;
         let rows: Vec<(i32,)> = select(&self.inner.session, statement, (ACTIVE_ROW,)).await?;
         let version = rows.into_iter().next().map(|(version,)| row_mapping::model_version(version)).transpose()?;
-        *self.inner.active.lock().unwrap_or_else(PoisonError::into_inner) = Some((version, Instant::now()));
+        self.inner.active.record(version);
         Ok(version)
     }
 
@@ -293,7 +289,7 @@ impl ModelVersions for ScyllaStore {
         }
         let upsert = self.catalog().await?.get(CatalogStatement::UpsertActiveVersion)?;
         execute(&self.inner.session, upsert, (ACTIVE_ROW, row_mapping::version_column(version)?)).await?;
-        *self.inner.active.lock().unwrap_or_else(PoisonError::into_inner) = Some((Some(version), Instant::now()));
+        self.inner.active.record(Some(version));
         Ok(())
     }
 
@@ -311,14 +307,9 @@ impl ModelVersions for ScyllaStore {
     }
 
     async fn active_model_version(&self) -> Result<Option<ModelVersion>, StoreError> {
-        {
-            let cached = self.inner.active.lock().unwrap_or_else(PoisonError::into_inner);
-            if let Some((version, read_at)) = *cached
-                && read_at.elapsed() < ACTIVE_VERSION_TTL
-            {
-                return Ok(version);
-            }
+        match self.inner.active.fresh() {
+            Some(version) => Ok(version),
+            None => self.stored_active_version().await,
         }
-        self.stored_active_version().await
     }
 }

@@ -20,7 +20,6 @@ mod writes;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension};
@@ -28,17 +27,13 @@ use rusqlite::{Connection, OptionalExtension};
 use self::connections::open_writer;
 use self::errors::from_sqlite;
 use self::reader_pool::ReaderPool;
+use crate::active_version_cache::ActiveVersionCache;
 use crate::documents::DocumentKind;
 use crate::identifiers::Audience;
 use crate::store::{
     AggregateKey, Body, BulkPage, Checkpoint, DocumentReads, IdentifierKind, ModelVersion, ModelVersionInfo,
     ModelVersions, PartyReferrer, ProjectionWrites, StoreError, StoredAggregate, WriteBatch,
 };
-
-/// How long a reader trusts its cached idea of the active version before
-/// asking the catalog again. An activation by another process reaches readers
-/// within this time; one by this process reaches them at once.
-const ACTIVE_VERSION_TTL: Duration = Duration::from_millis(500);
 
 /// The SQLite store. Cheap to clone; clones share connections.
 #[derive(Debug, Clone)]
@@ -52,7 +47,7 @@ struct Inner {
     catalog_writer: Mutex<Connection>,
     catalog_readers: ReaderPool,
     versions: Mutex<HashMap<ModelVersion, Arc<VersionFile>>>,
-    active: Mutex<Option<(Option<ModelVersion>, Instant)>>,
+    active: ActiveVersionCache,
 }
 
 /// The connections to one model version's file.
@@ -95,7 +90,7 @@ impl SqliteStore {
                 catalog_writer: Mutex::new(catalog_writer),
                 directory,
                 versions: Mutex::new(HashMap::new()),
-                active: Mutex::new(None),
+                active: ActiveVersionCache::default(),
             }),
         })
     }
@@ -133,13 +128,8 @@ impl SqliteStore {
     }
 
     fn read_active_version(&self) -> Result<Option<ModelVersion>, StoreError> {
-        {
-            let cached = self.inner.active.lock().unwrap_or_else(PoisonError::into_inner);
-            if let Some((version, read_at)) = *cached
-                && read_at.elapsed() < ACTIVE_VERSION_TTL
-            {
-                return Ok(version);
-            }
+        if let Some(version) = self.inner.active.fresh() {
+            return Ok(version);
         }
         let version = self.inner.catalog_readers.with(|connection| {
             connection
@@ -148,7 +138,7 @@ impl SqliteStore {
                 .map_err(from_sqlite)
         })?;
         let version = version.map(ModelVersion);
-        *self.inner.active.lock().unwrap_or_else(PoisonError::into_inner) = Some((version, Instant::now()));
+        self.inner.active.record(version);
         Ok(version)
     }
 
@@ -281,13 +271,13 @@ impl ModelVersions for SqliteStore {
                 .map_err(from_sqlite)
                 .map(drop)
         })?;
-        *self.inner.active.lock().unwrap_or_else(PoisonError::into_inner) = Some((Some(version), Instant::now()));
+        self.inner.active.record(Some(version));
         Ok(())
     }
 
     async fn drop_model_version(&self, version: ModelVersion) -> Result<(), StoreError> {
         self.known_version_file(version)?;
-        self.inner.active.lock().unwrap_or_else(PoisonError::into_inner).take();
+        self.inner.active.forget();
         if self.active_model_version().await? == Some(version) {
             return Err(StoreError::ActiveModelVersion(version));
         }
