@@ -367,6 +367,7 @@ fn print_totals(totals: RunTotals) {
             "skippedAsDuplicates": totals.skipped_as_duplicates,
             "parked": totals.parked,
             "batches": totals.batches,
+            "writeConflicts": totals.write_conflicts,
         })
     );
 }

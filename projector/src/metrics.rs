@@ -29,6 +29,7 @@ pub struct ProjectorMetrics {
     registry: Registry,
     events: IntCounterVec,
     batches: IntCounter,
+    write_conflicts: IntCounter,
     batch_seconds: Histogram,
     rebalances: IntCounter,
     lag_messages: IntGaugeVec,
@@ -49,6 +50,10 @@ impl ProjectorMetrics {
             &["outcome"],
         )?;
         let batches = IntCounter::new("lcc_projector_batches_total", "Batches committed to the store.")?;
+        let write_conflicts = IntCounter::new(
+            "lcc_projector_write_conflicts_total",
+            "Batch writes repeated because another projector sharing the store changed their inputs.",
+        )?;
         let batch_seconds = Histogram::with_opts(
             HistogramOpts::new(
                 "lcc_projector_batch_duration_seconds",
@@ -92,6 +97,7 @@ impl ProjectorMetrics {
         build.with_label_values(&[env!("CARGO_PKG_VERSION")]).set(1);
         registry.register(Box::new(events.clone()))?;
         registry.register(Box::new(batches.clone()))?;
+        registry.register(Box::new(write_conflicts.clone()))?;
         registry.register(Box::new(batch_seconds.clone()))?;
         registry.register(Box::new(rebalances.clone()))?;
         registry.register(Box::new(lag_messages.clone()))?;
@@ -108,6 +114,7 @@ impl ProjectorMetrics {
             registry,
             events,
             batches,
+            write_conflicts,
             batch_seconds,
             rebalances,
             lag_messages,
@@ -152,6 +159,7 @@ impl BatchObserver for ProjectorMetrics {
         self.events.with_label_values(&["skipped_duplicate"]).inc_by(committed.totals.skipped_as_duplicates);
         self.events.with_label_values(&["parked"]).inc_by(committed.totals.parked);
         self.batches.inc();
+        self.write_conflicts.inc_by(committed.totals.write_conflicts);
         self.batch_seconds.observe(committed.latency.as_secs_f64());
     }
 }

@@ -22,12 +22,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use read_model::calendar::Timestamp;
-use read_model::{Checkpoint, ModelVersion, Store, StoreError, WriteBatch};
+use read_model::{Checkpoint, CommitMark, ModelVersion, Store, StoreError, WriteBatch};
 use tokio::sync::mpsc;
 
 use crate::backoff::Backoff;
 use crate::dead_letter::DeadLetterFile;
-use crate::projection::batch::{BatchOutcome, project_batch};
+use crate::projection::batch::{BatchOutcome, project_batch, rerender};
 use crate::source::file::FileSource;
 use crate::source::{OriginalMessage, Position, Rejection, SourcedEvent};
 
@@ -55,6 +55,9 @@ pub struct RunTotals {
     pub skipped_as_duplicates: u64,
     pub parked: u64,
     pub batches: u64,
+    /// Batch writes repeated because another projector sharing the store
+    /// changed what they were rendered from.
+    pub write_conflicts: u64,
 }
 
 /// What a source hands to the loop, in order.
@@ -150,7 +153,7 @@ pub async fn run(
     let SourceFeed { source_id, mut receiver, stop, reader } = feed;
     tokio::pin!(shutdown);
     let mut stopping = false;
-    let mut totals = RunTotals::default();
+    let mut committed = Committed::default();
     let started = Instant::now();
     // Throughput is also reported from the first event on, without the time spent joining a group.
     let mut first_event_at: Option<Instant> = None;
@@ -173,7 +176,7 @@ pub async fn run(
             // the source's progress (Kafka commits, lag, caught up) follows the store.
             written = async { (&mut in_flight.as_mut().expect("guarded by is_some").task).await }, if in_flight.is_some() => {
                 if let Some(written_batch) = in_flight.take() {
-                    record(written_batch, written, &mut totals, observer.as_ref())?;
+                    record(written_batch, written, &mut committed, observer.as_ref())?;
                 }
                 continue;
             }
@@ -202,23 +205,20 @@ pub async fn run(
         };
         if flush && !batch.is_empty() {
             let pending = in_flight.as_ref().map(|write| Arc::clone(&write.batch));
-            let outcome = project_with_retry(store.as_ref(), version, &source_id, &batch, pending.as_deref()).await?;
+            let read_after = committed.last_mark;
+            let mut outcome =
+                project_with_retry(store.as_ref(), version, &source_id, &batch, pending.as_deref()).await?;
+            outcome.write.read_set.read_after = read_after;
             let parked = with_originals(&outcome.parked, &batch);
             park_with_retry(dead_letters.as_mut(), &source_id, &parked).await;
-            finish(in_flight.take(), &mut totals, observer.as_ref()).await?;
+            finish(in_flight.take(), &mut committed, observer.as_ref()).await?;
             let last_recorded_at = last_recorded_at(&batch);
-            in_flight = Some(InFlight::start(
-                Arc::clone(&store),
-                version,
-                outcome,
-                batch.len() as u64,
-                last_recorded_at,
-                batch_started,
-            ));
-            batch.clear();
+            let events = std::mem::replace(&mut batch, Vec::with_capacity(options.batch_size));
+            let reprojection = Reprojection { store: Arc::clone(&store), version, source_id: source_id.clone(), events };
+            in_flight = Some(InFlight::start(reprojection, outcome, last_recorded_at, batch_started));
         }
         if let Some(reply) = barrier {
-            finish(in_flight.take(), &mut totals, observer.as_ref()).await?;
+            finish(in_flight.take(), &mut committed, observer.as_ref()).await?;
             let checkpoints = store.checkpoints(version, &source_id).await.map_err(|error| error.to_string());
             // The source may have gone away meanwhile; then nobody waits for the answer.
             let _ = reply.send(checkpoints);
@@ -227,9 +227,10 @@ pub async fn run(
             break;
         }
     }
-    finish(in_flight.take(), &mut totals, observer.as_ref()).await?;
+    finish(in_flight.take(), &mut committed, observer.as_ref()).await?;
     drop(receiver);
     let _ = reader.join();
+    let totals = committed.totals;
     let seconds = started.elapsed().as_secs_f64();
     tracing::info!(
         events = totals.events,
@@ -237,6 +238,7 @@ pub async fn run(
         skipped_as_duplicates = totals.skipped_as_duplicates,
         parked = totals.parked,
         batches = totals.batches,
+        write_conflicts = totals.write_conflicts,
         seconds,
         events_per_second = (totals.events as f64 / seconds.max(1e-9)).round(),
         seconds_from_first_event = first_event_at.map_or(0.0, |at| at.elapsed().as_secs_f64()),
@@ -318,74 +320,125 @@ async fn park_with_retry(dead_letters: &mut dyn DeadLetterSink, source_id: &str,
 /// A batch being written, and what it counts once committed.
 struct InFlight {
     batch: Arc<WriteBatch>,
-    task: tokio::task::JoinHandle<Result<(), StoreError>>,
+    task: tokio::task::JoinHandle<Result<Written, StoreError>>,
     totals: RunTotals,
     last_recorded_at: Vec<(String, i32, Timestamp)>,
     started: Instant,
 }
 
+/// What writing a batch took.
+#[derive(Debug, Clone, Copy)]
+struct Written {
+    mark: Option<CommitMark>,
+    /// Writes that another projector's changes made the batch repeat.
+    write_conflicts: u64,
+}
+
+/// What the write task needs to project a batch again after a write conflict.
+struct Reprojection {
+    store: Arc<dyn Store>,
+    version: ModelVersion,
+    source_id: String,
+    events: Vec<SourcedEvent>,
+}
+
 impl InFlight {
     fn start(
-        store: Arc<dyn Store>,
-        version: ModelVersion,
+        reprojection: Reprojection,
         outcome: BatchOutcome,
-        events: u64,
         last_recorded_at: Vec<(String, i32, Timestamp)>,
         started: Instant,
     ) -> InFlight {
         let batch = Arc::new(outcome.write);
         let totals = RunTotals {
-            events,
+            events: reprojection.events.len() as u64,
             applied: outcome.applied,
             skipped_as_duplicates: outcome.skipped_as_duplicates,
             parked: outcome.parked.len() as u64,
             batches: 1,
+            write_conflicts: 0,
         };
-        let to_write = Arc::clone(&batch);
-        let task = tokio::spawn(async move {
-            let mut backoff = Backoff::up_to(RETRY_CEILING);
-            loop {
-                match store.apply_batch(version, Arc::clone(&to_write)).await {
-                    Err(StoreError::Unavailable(reason)) => wait(&mut backoff, "store unavailable", &reason).await,
-                    result => return result,
-                }
-            }
-        });
+        let task = tokio::spawn(write_until_fresh(reprojection, Arc::clone(&batch)));
         InFlight { batch, task, totals, last_recorded_at, started }
+    }
+}
+
+/// Writes a batch; retries while the store is unavailable; and while other
+/// projectors sharing the store have changed what it was rendered from,
+/// projects it again (the store refused it) or renders the stale documents
+/// again (the store wrote it and reported them). See [`read_model::read_set`].
+async fn write_until_fresh(reprojection: Reprojection, first: Arc<WriteBatch>) -> Result<Written, StoreError> {
+    let Reprojection { store, version, source_id, events } = reprojection;
+    let mut backoff = Backoff::up_to(RETRY_CEILING);
+    let mut batch = first;
+    let mut write_conflicts = 0;
+    loop {
+        let next = match store.apply_batch(version, Arc::clone(&batch)).await {
+            Ok(written) if written.stale.is_empty() => return Ok(Written { mark: written.mark, write_conflicts }),
+            Ok(written) => {
+                tracing::info!(documents = written.stale.len(), "another projector changed their inputs; rendering again");
+                rerender(store.as_ref(), version, &written.stale).await
+            }
+            Err(StoreError::WriteConflict(what)) => {
+                tracing::info!(%what, "another projector changed the batch's inputs; projecting it again");
+                project_batch(store.as_ref(), version, &source_id, &events, None).await.map(|outcome| outcome.write)
+            }
+            Err(error) => Err(error),
+        };
+        match next {
+            Ok(next) => {
+                write_conflicts += 1;
+                batch = Arc::new(next);
+            }
+            Err(StoreError::Unavailable(reason)) => wait(&mut backoff, "store unavailable", &reason).await,
+            Err(error) => return Err(error),
+        }
     }
 }
 
 /// Waits for the batch in flight to commit, counts it and reports it.
 async fn finish(
     in_flight: Option<InFlight>,
-    totals: &mut RunTotals,
+    committed: &mut Committed,
     observer: &dyn BatchObserver,
 ) -> anyhow::Result<()> {
     let Some(mut in_flight) = in_flight else { return Ok(()) };
     let written = (&mut in_flight.task).await;
-    record(in_flight, written, totals, observer)
+    record(in_flight, written, committed, observer)
 }
 
 /// Counts and reports a batch whose write task ended with `written`.
 fn record(
     in_flight: InFlight,
-    written: Result<Result<(), StoreError>, tokio::task::JoinError>,
-    totals: &mut RunTotals,
+    written: Result<Result<Written, StoreError>, tokio::task::JoinError>,
+    committed: &mut Committed,
     observer: &dyn BatchObserver,
 ) -> anyhow::Result<()> {
-    written.context("the batch write task failed")?.context("failed to write a batch")?;
+    let written = written.context("the batch write task failed")?.context("failed to write a batch")?;
+    let batch_totals = RunTotals { write_conflicts: written.write_conflicts, ..in_flight.totals };
     observer.batch_committed(&CommittedBatch {
         checkpoints: &in_flight.batch.checkpoints,
         last_recorded_at: &in_flight.last_recorded_at,
-        totals: in_flight.totals,
+        totals: batch_totals,
         latency: in_flight.started.elapsed(),
     });
-    totals.events += in_flight.totals.events;
-    totals.applied += in_flight.totals.applied;
-    totals.skipped_as_duplicates += in_flight.totals.skipped_as_duplicates;
-    totals.parked += in_flight.totals.parked;
+    let totals = &mut committed.totals;
+    totals.events += batch_totals.events;
+    totals.applied += batch_totals.applied;
+    totals.skipped_as_duplicates += batch_totals.skipped_as_duplicates;
+    totals.parked += batch_totals.parked;
     totals.batches += 1;
+    totals.write_conflicts += batch_totals.write_conflicts;
+    committed.last_mark = written.mark;
     Ok(())
+}
+
+/// What the committed batches add up to, and where the last one stands in the store's commit order.
+#[derive(Debug, Default)]
+struct Committed {
+    totals: RunTotals,
+    /// Every read of the next batch to be projected comes after this commit.
+    last_mark: Option<CommitMark>,
 }
 
 /// Waits out the next delay of `backoff`, saying what is retried and why.

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use crate::documents::DocumentKind;
 use crate::identifiers::Audience;
+use crate::read_set::{ReadInput, ReadSet};
 use crate::store::{
     AggregateKey, Checkpoint, DocumentWrite, IdentifierKind, IdentifierWrite, KeyedWrite, ModelVersion,
     PartyReferenceWrite, PartyReferrer, ProvenanceRow, Store, StoreError, StoredAggregate, WriteBatch, WriteVersion,
@@ -246,6 +247,66 @@ pub async fn projector_state_round_trips(store: &dyn Store) {
     assert!(store.checkpoints(V1, "file:y").await.expect("read").is_empty());
 }
 
+/// A batch rendered from inputs that have changed since they were read is
+/// either refused whole (a backend that checks before writing) or written
+/// with its stale documents reported (one that checks after); a batch whose
+/// inputs stand is written with nothing reported.
+pub async fn batches_rendered_from_changed_inputs_are_refused_or_reported(store: &dyn Store) {
+    active_v1(store).await;
+    let party = AggregateKey { topic: "parties".into(), id: "PTY-1".into() };
+    let work = PartyReferrer::Work("LCC-1".into());
+    let state = |version| WriteBatch {
+        aggregates: vec![(party.clone(), StoredAggregate { version, state: body("party") })],
+        ..WriteBatch::default()
+    };
+    store.apply_batch(V1, Arc::new(state(4))).await.expect("write the party");
+    let rendered_from_party_at = |version, text: &str| WriteBatch {
+        documents: vec![document(DocumentKind::RightsProfile, "LCC-1", Some(text), version)],
+        read_set: ReadSet {
+            documents: vec![work.clone()],
+            inputs: vec![ReadInput { key: party.clone(), version, dependents: vec![0] }],
+            ..ReadSet::default()
+        },
+        ..WriteBatch::default()
+    };
+    let written = store.apply_batch(V1, Arc::new(rendered_from_party_at(4, "fresh"))).await.expect("write");
+    assert!(written.stale.is_empty(), "{written:?}");
+
+    // Another projector renames the party; a render from version 4 is now stale.
+    store.apply_batch(V1, Arc::new(state(5))).await.expect("rename the party");
+    match store.apply_batch(V1, Arc::new(rendered_from_party_at(4, "stale"))).await {
+        Err(StoreError::WriteConflict(_)) => {
+            let stored = store.document(DocumentKind::RightsProfile, "LCC-1").await.expect("read");
+            assert_eq!(stored, Some(body("fresh")), "a refused batch writes nothing");
+        }
+        Ok(written) => assert_eq!(written.stale, [work.clone()]),
+        Err(error) => panic!("{error}"),
+    }
+
+    // A party change that does not render a document naming the party.
+    let references = WriteBatch {
+        party_references: vec![reference("PTY-2", PartyReferrer::Work("LCC-9".into()), true)],
+        ..WriteBatch::default()
+    };
+    store.apply_batch(V1, Arc::new(references)).await.expect("write the reference");
+    let renamed = WriteBatch {
+        aggregates: vec![(AggregateKey { topic: "parties".into(), id: "PTY-2".into() }, StoredAggregate {
+            version: 2,
+            state: body("renamed"),
+        })],
+        read_set: ReadSet { changed_parties: vec!["PTY-2".into()], ..ReadSet::default() },
+        ..WriteBatch::default()
+    };
+    match store.apply_batch(V1, Arc::new(renamed)).await {
+        Err(StoreError::WriteConflict(_)) => {
+            let states = store.aggregates(V1, &[AggregateKey { topic: "parties".into(), id: "PTY-2".into() }]).await;
+            assert!(states.expect("read").is_empty(), "a refused batch writes nothing");
+        }
+        Ok(written) => assert_eq!(written.stale, [PartyReferrer::Work("LCC-9".into())]),
+        Err(error) => panic!("{error}"),
+    }
+}
+
 /// Versions are independent; activation switches readers; the active one cannot be dropped.
 pub async fn model_versions_switch_readers_atomically(store: &dyn Store) {
     active_v1(store).await;
@@ -289,6 +350,7 @@ macro_rules! store_conformance_tests {
             identifier_index_separates_audiences,
             bulk_pages_partition_a_stable_order,
             projector_state_round_trips,
+            batches_rendered_from_changed_inputs_are_refused_or_reported,
             model_versions_switch_readers_atomically
         );
     };

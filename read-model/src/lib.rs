@@ -15,6 +15,7 @@ pub mod calendar;
 pub mod conformance;
 pub mod documents;
 pub mod identifiers;
+pub mod read_set;
 pub mod scylla;
 pub mod sqlite;
 pub mod store;
@@ -26,7 +27,8 @@ pub use identifiers::Audience;
 pub use scylla::{ScyllaSettings, ScyllaStore};
 pub use sqlite::SqliteStore;
 pub use store::{
-    AggregateKey, Body, BulkPage, Checkpoint, DocumentReads, DocumentWrite, IdentifierKind, IdentifierWrite,
+    AggregateKey, BatchWritten, Body, BulkPage, Checkpoint, DocumentReads, DocumentWrite, IdentifierKind, IdentifierWrite,
     KeyedWrite, ModelVersion, ModelVersionInfo, ModelVersions, PartyReferenceWrite, PartyReferrer, ProjectionWrites,
     ProvenanceRow, Store, StoreError, StoredAggregate, WriteBatch, WriteVersion, active_or_first_version,
 };
+pub use read_set::{CommitMark, ReadInput, ReadSet};

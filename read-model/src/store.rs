@@ -16,6 +16,7 @@ use async_trait::async_trait;
 
 use crate::documents::DocumentKind;
 use crate::identifiers::Audience;
+use crate::read_set::{CommitMark, ReadSet};
 
 /// A document as stored and served: UTF-8 JSON.
 pub type Body = Vec<u8>;
@@ -210,6 +211,21 @@ pub struct WriteBatch {
     pub party_references: Vec<PartyReferenceWrite>,
     /// Checkpoints of the events this batch covers.
     pub checkpoints: Vec<Checkpoint>,
+    /// What the documents were rendered from, checked against other projectors' writes.
+    pub read_set: ReadSet,
+}
+
+/// What a batch write reports.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BatchWritten {
+    /// Where the write stands in the backend's commit order, when the backend
+    /// can tell later whether anyone else has written since. A batch whose
+    /// reads all came after this mark passes it as [`ReadSet::read_after`].
+    pub mark: Option<CommitMark>,
+    /// Documents the batch wrote from inputs another projector has changed
+    /// meanwhile (only a backend that checks after writing reports any):
+    /// the caller renders them again.
+    pub stale: Vec<PartyReferrer>,
 }
 
 impl WriteBatch {
@@ -250,6 +266,9 @@ pub enum StoreError {
     UnknownModelVersion(ModelVersion),
     #[error("model version {0} is active and cannot be dropped")]
     ActiveModelVersion(ModelVersion),
+    /// Another projector changed what the batch was rendered from; nothing was written.
+    #[error("another projector changed the inputs of {0}; nothing was written")]
+    WriteConflict(String),
     /// Stored data is not what this program expects (for example a newer schema).
     #[error("the read-model store holds unexpected data: {0}")]
     Corrupt(String),
@@ -306,9 +325,12 @@ pub trait ProjectionWrites: Send + Sync {
     /// The checkpoints stored for one source.
     async fn checkpoints(&self, version: ModelVersion, source: &str) -> Result<Vec<Checkpoint>, StoreError>;
 
-    /// Applies a whole batch atomically: all of it, or none of it.
-    /// The batch is shared so that the caller can keep reading it while it is written.
-    async fn apply_batch(&self, version: ModelVersion, batch: Arc<WriteBatch>) -> Result<(), StoreError>;
+    /// Applies a whole batch atomically: all of it, or none of it, and checks
+    /// its read set (see [`crate::read_set`]): either before writing, failing
+    /// with [`StoreError::WriteConflict`], or after, reporting the stale
+    /// documents. The batch is shared so that the caller can keep reading it
+    /// while it is written.
+    async fn apply_batch(&self, version: ModelVersion, batch: Arc<WriteBatch>) -> Result<BatchWritten, StoreError>;
 }
 
 /// Model versions: the unit of rebuild and atomic switch-over.

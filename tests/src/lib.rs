@@ -41,6 +41,7 @@ pub struct RunSummary {
     pub applied: u64,
     pub skipped_as_duplicates: u64,
     pub parked: u64,
+    pub write_conflicts: u64,
 }
 
 /// Runs `projector run --exit-when-caught-up` to completion.
@@ -61,6 +62,7 @@ pub fn summary_of(stdout: &str) -> RunSummary {
         applied: number("applied"),
         skipped_as_duplicates: number("skippedAsDuplicates"),
         parked: number("parked"),
+        write_conflicts: number("writeConflicts"),
     }
 }
 

@@ -12,7 +12,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use read_model::documents::{DocumentKind, WorkStatus};
 use read_model::{
     AggregateKey, Checkpoint, DocumentWrite, IdentifierKind, IdentifierWrite, KeyedWrite, ModelVersion,
-    PartyReferenceWrite, PartyReferrer, ProvenanceRow, Store, StoreError, StoredAggregate, WriteBatch, WriteVersion,
+    PartyReferenceWrite, PartyReferrer, ProvenanceRow, ReadInput, ReadSet, Store, StoreError, StoredAggregate,
+    WriteBatch, WriteVersion,
 };
 use serde::Serialize;
 
@@ -302,10 +303,11 @@ pub async fn project_batch(
         }
     }
 
+    let changed_parties: Vec<String> = dirty_parties.into_iter().collect();
     let mut referrers: BTreeSet<(String, PartyReferrer)> =
-        store.party_referrers(version, &dirty_parties.iter().cloned().collect::<Vec<_>>()).await?.into_iter().collect();
+        store.party_referrers(version, &changed_parties).await?.into_iter().collect();
     for reference in overlay.references {
-        if dirty_parties.contains(&reference.party_id) {
+        if changed_parties.binary_search(&reference.party_id).is_ok() {
             let key = (reference.party_id.clone(), reference.referrer.clone());
             if reference.present {
                 referrers.insert(key);
@@ -322,34 +324,8 @@ pub async fn project_batch(
             }
         }
     }
-    let siblings = dirty_works
-        .keys()
-        .flat_map(|id| WORK_TOPICS.map(|topic| (topic, id.clone())))
-        .chain(dirty_licenses.iter().map(|id| (Topic::Licenses, id.clone())))
-        .collect();
-    aggregates.load(store, version, &overlay, siblings).await?;
-    let mut named_parties = BTreeSet::new();
-    for id in dirty_works.keys() {
-        if let Some(work) = state_of!(aggregates, state, Topic::Works, id, Work) {
-            named_parties.extend(parties_named_by_work(work, state_of!(aggregates, state, Topic::Rights, id, Rights)));
-        }
-    }
-    for id in &dirty_licenses {
-        if let Some(license) = state_of!(aggregates, state, Topic::Licenses, id, License) {
-            named_parties.insert(license.licensee_party_id.clone());
-        }
-    }
-    aggregates
-        .load(store, version, &overlay, named_parties.into_iter().map(|id| (Topic::Parties, id)).collect())
-        .await?;
-
-    let parties = aggregates.parties();
-    for (id, stale) in &dirty_works {
-        write_work(&aggregates, &parties, id, *stale, &mut outcome.write);
-    }
-    for id in &dirty_licenses {
-        write_license(&aggregates, &parties, id, &mut outcome.write);
-    }
+    let dirty = Dirty { works: dirty_works, licenses: dirty_licenses, changed_parties };
+    render_dirty(store, version, &overlay, &mut aggregates, dirty, &mut outcome.write).await?;
     let mut changed: Vec<(Topic, &String, &Entry)> = aggregates
         .entries
         .iter()
@@ -375,6 +351,121 @@ pub async fn project_batch(
         })
         .collect();
     Ok(outcome)
+}
+
+/// The documents a batch must render, and the parties it changed.
+#[derive(Debug, Default)]
+struct Dirty {
+    works: BTreeMap<String, Stale>,
+    licenses: BTreeSet<String>,
+    /// Sorted.
+    changed_parties: Vec<String>,
+}
+
+/// Renders the dirty documents into `write`, with the read set that lets
+/// the store check them against other projectors' writes.
+async fn render_dirty(
+    store: &dyn Store,
+    version: ModelVersion,
+    overlay: &Overlay<'_>,
+    aggregates: &mut Aggregates,
+    dirty: Dirty,
+    write: &mut WriteBatch,
+) -> Result<(), StoreError> {
+    let siblings = dirty
+        .works
+        .keys()
+        .flat_map(|id| WORK_TOPICS.map(|topic| (topic, id.clone())))
+        .chain(dirty.licenses.iter().map(|id| (Topic::Licenses, id.clone())))
+        .collect();
+    aggregates.load(store, version, overlay, siblings).await?;
+    let mut named_parties = BTreeSet::new();
+    for id in dirty.works.keys() {
+        if let Some(work) = state_of!(aggregates, state, Topic::Works, id, Work) {
+            named_parties.extend(parties_named_by_work(work, state_of!(aggregates, state, Topic::Rights, id, Rights)));
+        }
+    }
+    for id in &dirty.licenses {
+        if let Some(license) = state_of!(aggregates, state, Topic::Licenses, id, License) {
+            named_parties.insert(license.licensee_party_id.clone());
+        }
+    }
+    aggregates.load(store, version, overlay, named_parties.into_iter().map(|id| (Topic::Parties, id)).collect()).await?;
+
+    let parties = aggregates.parties();
+    let mut read_set = ReadSetBuilder::default();
+    for (id, stale) in &dirty.works {
+        write_work(aggregates, &parties, id, *stale, write, &mut read_set);
+    }
+    for id in &dirty.licenses {
+        write_license(aggregates, &parties, id, write, &mut read_set);
+    }
+    write.read_set = read_set.finish(dirty.changed_parties);
+    Ok(())
+}
+
+/// Renders `documents` again from the states stored now, for a backend that
+/// reported them stale after writing (see [`read_model::read_set`]). The
+/// batch changes no state, reference or checkpoint.
+pub async fn rerender(
+    store: &dyn Store,
+    version: ModelVersion,
+    documents: &[PartyReferrer],
+) -> Result<WriteBatch, StoreError> {
+    let mut dirty = Dirty::default();
+    for document in documents {
+        match document {
+            PartyReferrer::Work(id) => {
+                dirty.works.insert(id.clone(), Stale::ALL);
+            }
+            PartyReferrer::License(id) => {
+                dirty.licenses.insert(id.clone());
+            }
+        }
+    }
+    let mut write = WriteBatch::default();
+    render_dirty(store, version, &Overlay::default(), &mut Aggregates::default(), dirty, &mut write).await?;
+    Ok(write)
+}
+
+/// Collects a batch's [`ReadSet`] while its documents are rendered.
+#[derive(Debug, Default)]
+struct ReadSetBuilder {
+    read_set: ReadSet,
+    inputs: FnvMap<(Topic, String), usize>,
+}
+
+impl ReadSetBuilder {
+    /// Notes a rendered document and the aggregates it was rendered from;
+    /// those the batch changed itself are left out, since only their owner writes them.
+    fn document<'k>(
+        &mut self,
+        document: PartyReferrer,
+        aggregates: &Aggregates,
+        inputs: impl IntoIterator<Item = (Topic, &'k str)>,
+    ) {
+        let index = self.read_set.documents.len() as u32;
+        self.read_set.documents.push(document);
+        for (topic, id) in inputs {
+            let entry = aggregates.entry(topic, id);
+            if entry.is_some_and(|entry| entry.changed) {
+                continue;
+            }
+            let position = *self.inputs.entry((topic, id.to_owned())).or_insert_with(|| {
+                self.read_set.inputs.push(ReadInput {
+                    key: AggregateKey { topic: topic.name().to_owned(), id: id.to_owned() },
+                    version: entry.map_or(0, |entry| entry.version),
+                    dependents: Vec::new(),
+                });
+                self.read_set.inputs.len() - 1
+            });
+            self.read_set.inputs[position].dependents.push(index);
+        }
+    }
+
+    fn finish(self, changed_parties: Vec<String>) -> ReadSet {
+        ReadSet { changed_parties, ..self.read_set }
+    }
 }
 
 /// Records what an applied event makes dirty, and its provenance entry.
@@ -436,7 +527,14 @@ fn identifiers(work: Option<&WorkState>) -> BTreeSet<(IdentifierKind, String)> {
         .collect()
 }
 
-fn write_work(aggregates: &Aggregates, parties: &PartyDirectory<'_>, id: &str, stale: Stale, write: &mut WriteBatch) {
+fn write_work(
+    aggregates: &Aggregates,
+    parties: &PartyDirectory<'_>,
+    id: &str,
+    stale: Stale,
+    write: &mut WriteBatch,
+    read_set: &mut ReadSetBuilder,
+) {
     let work = state_of!(aggregates, state, Topic::Works, id, Work);
     let rights = state_of!(aggregates, state, Topic::Rights, id, Rights);
     let work_before = state_of!(aggregates, before, Topic::Works, id, Work);
@@ -446,6 +544,9 @@ fn write_work(aggregates: &Aggregates, parties: &PartyDirectory<'_>, id: &str, s
         |work: Option<&WorkState>, rights| work.map(|work| parties_named_by_work(work, rights)).unwrap_or_default();
     let (named_before, named_after) = (named(work_before, rights_before), named(work, rights));
     let version = aggregates.work_write_version(id, &named_after);
+    let inputs = WORK_TOPICS.map(|topic| (topic, id));
+    let named_inputs = named_after.iter().map(|party| (Topic::Parties, party.as_str()));
+    read_set.document(PartyReferrer::Work(id.to_owned()), aggregates, inputs.into_iter().chain(named_inputs));
     let references = named_before
         .difference(&named_after)
         .map(|party| (party, false))
@@ -502,10 +603,18 @@ fn write_work(aggregates: &Aggregates, parties: &PartyDirectory<'_>, id: &str, s
     }
 }
 
-fn write_license(aggregates: &Aggregates, parties: &PartyDirectory<'_>, id: &str, write: &mut WriteBatch) {
+fn write_license(
+    aggregates: &Aggregates,
+    parties: &PartyDirectory<'_>,
+    id: &str,
+    write: &mut WriteBatch,
+    read_set: &mut ReadSetBuilder,
+) {
     let Some(license) = state_of!(aggregates, state, Topic::Licenses, id, License) else {
         return;
     };
+    let inputs = [(Topic::Licenses, id), (Topic::Parties, license.licensee_party_id.as_str())];
+    read_set.document(PartyReferrer::License(id.to_owned()), aggregates, inputs);
     let version = WriteVersion::of_inputs(
         aggregates.version_sum([(Topic::Licenses, id)]),
         aggregates.version_sum([(Topic::Parties, license.licensee_party_id.as_str())]),

@@ -48,7 +48,7 @@ use crate::active_version_cache::ActiveVersionCache;
 use crate::documents::DocumentKind;
 use crate::identifiers::Audience;
 use crate::store::{
-    AggregateKey, Body, BulkPage, Checkpoint, DocumentReads, IdentifierKind, ModelVersion, ModelVersionInfo,
+    AggregateKey, BatchWritten, Body, BulkPage, Checkpoint, DocumentReads, IdentifierKind, ModelVersion, ModelVersionInfo,
     ModelVersions, PartyReferrer, ProjectionWrites, StoreError, StoredAggregate, WriteBatch,
 };
 
@@ -240,9 +240,24 @@ impl ProjectionWrites for ScyllaStore {
         on_version!(self, version, |reads| reads.checkpoints(source))
     }
 
-    async fn apply_batch(&self, version: ModelVersion, batch: Arc<WriteBatch>) -> Result<(), StoreError> {
+    /// Writes, then checks the read set: without transactions a check before
+    /// writing could be overtaken. A projector's state and references are
+    /// written before the check reads another's (both at quorum), so of two
+    /// racing projectors at least one sees the other's write and reports the
+    /// stale documents.
+    async fn apply_batch(&self, version: ModelVersion, batch: Arc<WriteBatch>) -> Result<BatchWritten, StoreError> {
         let statements = self.version_statements(version).await?;
-        VersionWrites { session: &self.inner.session, statements: &statements }.apply_batch(&batch).await
+        VersionWrites { session: &self.inner.session, statements: &statements }.apply_batch(&batch).await?;
+        let read_set = &batch.read_set;
+        if read_set.is_empty() {
+            return Ok(BatchWritten::default());
+        }
+        let reads = VersionReads { session: &self.inner.session, statements: &statements };
+        let versions =
+            reads.aggregates(&read_set.input_keys()).await?.into_iter().map(|(key, stored)| (key, stored.version));
+        let referrers = reads.party_referrers(&read_set.changed_parties).await?;
+        let stale = read_set.stale_documents(&versions.collect(), &referrers);
+        Ok(BatchWritten { mark: None, stale: stale.into_iter().collect() })
     }
 }
 

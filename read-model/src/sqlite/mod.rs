@@ -19,6 +19,7 @@ mod writes;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
@@ -31,7 +32,7 @@ use crate::active_version_cache::ActiveVersionCache;
 use crate::documents::DocumentKind;
 use crate::identifiers::Audience;
 use crate::store::{
-    AggregateKey, Body, BulkPage, Checkpoint, DocumentReads, IdentifierKind, ModelVersion, ModelVersionInfo,
+    AggregateKey, BatchWritten, Body, BulkPage, Checkpoint, DocumentReads, IdentifierKind, ModelVersion, ModelVersionInfo,
     ModelVersions, PartyReferrer, ProjectionWrites, StoreError, StoredAggregate, WriteBatch,
 };
 
@@ -54,18 +55,30 @@ struct Inner {
 #[derive(Debug)]
 struct VersionFile {
     path: PathBuf,
-    writer: Mutex<Option<Connection>>,
+    writer: Mutex<Option<Writer>>,
     readers: ReaderPool,
 }
 
+/// The writer connection, numbered so that a [`crate::CommitMark`] names
+/// the connection it was taken on (another connection's data version means nothing).
+#[derive(Debug)]
+struct Writer {
+    connection: Connection,
+    id: u64,
+}
+
+/// Numbers the writer connections of this process.
+static NEXT_WRITER_ID: AtomicU64 = AtomicU64::new(1);
+
 impl VersionFile {
-    fn with_writer<T>(&self, write: impl FnOnce(&mut Connection) -> Result<T, StoreError>) -> Result<T, StoreError> {
+    fn with_writer<T>(&self, write: impl FnOnce(&mut Writer) -> Result<T, StoreError>) -> Result<T, StoreError> {
         let mut slot = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
         if slot.is_none() {
-            *slot = Some(open_writer(&self.path)?);
+            let connection = open_writer(&self.path)?;
+            *slot = Some(Writer { connection, id: NEXT_WRITER_ID.fetch_add(1, Ordering::Relaxed) });
         }
-        let connection = slot.as_mut().ok_or_else(|| StoreError::Unavailable("writer connection lost".into()))?;
-        let result = write(connection);
+        let writer = slot.as_mut().ok_or_else(|| StoreError::Unavailable("writer connection lost".into()))?;
+        let result = write(writer);
         if matches!(result, Err(StoreError::Unavailable(_))) {
             // Reopen on next use: the failure may have left the connection unusable.
             *slot = None;
@@ -213,9 +226,9 @@ impl ProjectionWrites for SqliteStore {
         self.known_version_file(version)?.readers.with(|connection| reads::checkpoints(connection, source))
     }
 
-    async fn apply_batch(&self, version: ModelVersion, batch: Arc<WriteBatch>) -> Result<(), StoreError> {
+    async fn apply_batch(&self, version: ModelVersion, batch: Arc<WriteBatch>) -> Result<BatchWritten, StoreError> {
         let file = self.known_version_file(version)?;
-        tokio::task::spawn_blocking(move || file.with_writer(|connection| writes::apply_batch(connection, &batch)))
+        tokio::task::spawn_blocking(move || file.with_writer(|writer| writes::apply_batch(writer, &batch)))
             .await
             .map_err(|error| StoreError::Unavailable(format!("batch write task failed: {error}")))?
     }
@@ -226,7 +239,7 @@ impl ModelVersions for SqliteStore {
     async fn migrate(&self) -> Result<(), StoreError> {
         self.with_catalog_writer(|connection| schema::migrate_catalog(connection))?;
         for info in self.model_versions().await? {
-            self.version_file(info.version).with_writer(|connection| schema::migrate_model(connection))?;
+            self.version_file(info.version).with_writer(|writer| schema::migrate_model(&writer.connection))?;
         }
         Ok(())
     }
@@ -250,7 +263,7 @@ impl ModelVersions for SqliteStore {
     }
 
     async fn create_model_version(&self, version: ModelVersion) -> Result<(), StoreError> {
-        self.version_file(version).with_writer(|connection| schema::migrate_model(connection))?;
+        self.version_file(version).with_writer(|writer| schema::migrate_model(&writer.connection))?;
         self.with_catalog_writer(|connection| {
             connection
                 .execute("INSERT OR IGNORE INTO model_versions (version) VALUES (?1)", [version.0])

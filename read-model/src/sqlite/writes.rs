@@ -1,24 +1,54 @@
 //! The one write: a whole projector batch in one transaction.
 //!
-//! Write versions are not consulted: one writer applies the batches of a
-//! model version in one serial order, so a later batch is always newer.
+//! Write versions are not consulted: batches commit in one serial order, and
+//! a batch whose read set another projector has changed since it was read
+//! is refused before anything is written (see [`crate::read_set`]), so a
+//! later batch is always rendered from newer inputs.
 
 use std::collections::BTreeMap;
 
 use rusqlite::{Connection, TransactionBehavior, params};
 
 use super::errors::from_sqlite;
+use super::{Writer, reads};
 use crate::bulk::bulk_bucket;
 use crate::documents::DocumentKind;
 use crate::identifiers::Audience;
-use crate::store::{KeyedWrite, PartyReferenceWrite, StoreError, WriteBatch};
+use crate::read_set::{CommitMark, ReadSet};
+use crate::store::{BatchWritten, KeyedWrite, PartyReferenceWrite, StoreError, WriteBatch};
 
-pub(super) fn apply_batch(connection: &mut Connection, batch: &WriteBatch) -> Result<(), StoreError> {
-    let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate).map_err(from_sqlite)?;
+pub(super) fn apply_batch(writer: &mut Writer, batch: &WriteBatch) -> Result<BatchWritten, StoreError> {
+    let transaction =
+        writer.connection.transaction_with_behavior(TransactionBehavior::Immediate).map_err(from_sqlite)?;
+    // The data version changes only when another connection commits, so an
+    // unchanged mark proves that nobody else has written since it was taken.
+    let data_version: i64 =
+        transaction.query_row("PRAGMA data_version", [], |row| row.get(0)).map_err(from_sqlite)?;
+    let mark = CommitMark { writer: writer.id, sequence: data_version as u64 };
+    if !batch.read_set.is_empty() && batch.read_set.read_after != Some(mark) {
+        refuse_stale(&transaction, &batch.read_set)?;
+    }
     write_documents(&transaction, batch)?;
     write_bulk_rows(&transaction, batch)?;
     write_state(&transaction, batch)?;
-    transaction.commit().map_err(from_sqlite)
+    transaction.commit().map_err(from_sqlite)?;
+    Ok(BatchWritten { mark: Some(mark), stale: Vec::new() })
+}
+
+/// Fails with a write conflict when another projector has changed the
+/// batch's inputs since they were read. The transaction holds the write
+/// lock, so nobody can change them between this check and the commit.
+fn refuse_stale(connection: &Connection, read_set: &ReadSet) -> Result<(), StoreError> {
+    let versions = reads::aggregates(connection, &read_set.input_keys())?
+        .into_iter()
+        .map(|(key, stored)| (key, stored.version))
+        .collect();
+    let referrers = reads::party_referrers(connection, &read_set.changed_parties)?;
+    let stale = read_set.stale_documents(&versions, &referrers);
+    match stale.first() {
+        None => Ok(()),
+        Some(first) => Err(StoreError::WriteConflict(format!("{} documents, {first:?} first", stale.len()))),
+    }
 }
 
 fn write_documents(connection: &Connection, batch: &WriteBatch) -> Result<(), StoreError> {

@@ -1,0 +1,144 @@
+//! What a batch's documents were rendered from, so that its write can be
+//! checked against the writes of other projectors sharing the store.
+//!
+//! A consumer group splits each topic's partitions among projectors, but a
+//! document's inputs span topics: a work names parties that another
+//! projector owns. Two races follow, and both leave a stale document:
+//! - a projector renders a work with a party's old name while another
+//!   projector commits the rename;
+//! - a projector renames a party without re-rendering a work whose new
+//!   reference to the party another projector has not committed yet.
+//!
+//! A batch therefore carries its read set: the aggregates its documents were
+//! rendered from and did not change themselves, with the versions read, and
+//! the parties it changed. A document is stale when one of its inputs has
+//! another version now, or when it names a changed party and was not
+//! rendered. SQLite checks inside the write transaction and refuses the whole
+//! batch ([`crate::StoreError::WriteConflict`]); ScyllaDB, which has no
+//! transactions, checks after the write and reports the stale documents for
+//! the projector to render again (the window this leaves is in the README).
+//!
+//! The check costs reads, so a backend that can prove nobody else has
+//! written since the batch's reads began ([`CommitMark`]) skips it.
+//!
+//! Within one work's own aggregates (works, rights, disputes, certificates)
+//! there is no race as long as the four topics have the same partition
+//! count: keys partition alike, and the range assignor gives partition N of
+//! every topic to one member.
+
+use std::collections::{BTreeSet, HashMap};
+
+use crate::store::{AggregateKey, PartyReferrer};
+
+/// The inputs of a batch's documents, as read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReadSet {
+    /// The documents the batch rendered.
+    pub documents: Vec<PartyReferrer>,
+    /// The aggregates they were rendered from that the batch did not change.
+    pub inputs: Vec<ReadInput>,
+    /// The parties the batch changed; every document naming one must have been rendered.
+    pub changed_parties: Vec<String>,
+    /// A commit that every read of the batch came after, when the backend gave one.
+    pub read_after: Option<CommitMark>,
+}
+
+/// One aggregate a batch read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadInput {
+    pub key: AggregateKey,
+    /// The version read; 0 when the aggregate did not exist.
+    pub version: u64,
+    /// Indices into [`ReadSet::documents`] of the documents rendered from it.
+    pub dependents: Vec<u32>,
+}
+
+/// A point in a backend's commit order, as [`crate::ProjectionWrites::apply_batch`]
+/// returns it: the writer connection and what it knew of other writers then.
+/// A backend that finds the same mark at its next write knows that nobody
+/// else has committed in between.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CommitMark {
+    pub writer: u64,
+    pub sequence: u64,
+}
+
+impl ReadSet {
+    /// Whether there is nothing to check: the batch rendered no document and changed no party.
+    pub fn is_empty(&self) -> bool {
+        self.documents.is_empty() && self.changed_parties.is_empty()
+    }
+
+    /// The keys whose versions the check compares.
+    pub fn input_keys(&self) -> Vec<AggregateKey> {
+        self.inputs.iter().map(|input| input.key.clone()).collect()
+    }
+
+    /// The documents that are stale given the current versions of the
+    /// inputs (absent from `current_versions`: no aggregate) and the current
+    /// referrers of the changed parties.
+    pub fn stale_documents(
+        &self,
+        current_versions: &HashMap<AggregateKey, u64>,
+        current_referrers: &[(String, PartyReferrer)],
+    ) -> BTreeSet<PartyReferrer> {
+        let mut stale = BTreeSet::new();
+        for input in &self.inputs {
+            if current_versions.get(&input.key).copied().unwrap_or(0) != input.version {
+                let dependents = input.dependents.iter().filter_map(|index| self.documents.get(*index as usize));
+                stale.extend(dependents.cloned());
+            }
+        }
+        let rendered: BTreeSet<&PartyReferrer> = self.documents.iter().collect();
+        let unrendered = current_referrers.iter().map(|(_, referrer)| referrer).filter(|referrer| !rendered.contains(referrer));
+        stale.extend(unrendered.cloned());
+        stale
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(topic: &str, id: &str) -> AggregateKey {
+        AggregateKey { topic: topic.to_owned(), id: id.to_owned() }
+    }
+
+    fn read_set() -> ReadSet {
+        ReadSet {
+            documents: vec![PartyReferrer::Work("LCC-1".into()), PartyReferrer::License("LIC-1".into())],
+            inputs: vec![
+                ReadInput { key: key("parties", "PTY-1"), version: 4, dependents: vec![0, 1] },
+                ReadInput { key: key("rights", "LCC-1"), version: 0, dependents: vec![0] },
+            ],
+            changed_parties: vec!["PTY-2".into()],
+            read_after: None,
+        }
+    }
+
+    #[test]
+    fn nothing_is_stale_while_the_inputs_are_as_read() {
+        let current = HashMap::from([(key("parties", "PTY-1"), 4)]);
+        let referrers = [("PTY-2".to_owned(), PartyReferrer::Work("LCC-1".into()))];
+        assert!(read_set().stale_documents(&current, &referrers).is_empty());
+    }
+
+    #[test]
+    fn a_changed_input_makes_its_dependents_stale() {
+        let renamed = HashMap::from([(key("parties", "PTY-1"), 5)]);
+        let stale = read_set().stale_documents(&renamed, &[]);
+        assert_eq!(stale.len(), 2, "{stale:?}");
+
+        let rights_arrived = HashMap::from([(key("parties", "PTY-1"), 4), (key("rights", "LCC-1"), 1)]);
+        let stale = read_set().stale_documents(&rights_arrived, &[]);
+        assert_eq!(stale.into_iter().collect::<Vec<_>>(), [PartyReferrer::Work("LCC-1".into())]);
+    }
+
+    #[test]
+    fn a_document_naming_a_changed_party_that_was_not_rendered_is_stale() {
+        let current = HashMap::from([(key("parties", "PTY-1"), 4)]);
+        let referrers = [("PTY-2".to_owned(), PartyReferrer::Work("LCC-9".into()))];
+        let stale = read_set().stale_documents(&current, &referrers);
+        assert_eq!(stale.into_iter().collect::<Vec<_>>(), [PartyReferrer::Work("LCC-9".into())]);
+    }
+}
