@@ -214,7 +214,8 @@ pub async fn run(
             finish(in_flight.take(), &mut committed, observer.as_ref()).await?;
             let last_recorded_at = last_recorded_at(&batch);
             let events = std::mem::replace(&mut batch, Vec::with_capacity(options.batch_size));
-            let reprojection = Reprojection { store: Arc::clone(&store), version, source_id: source_id.clone(), events };
+            let reprojection =
+                Reprojection { store: Arc::clone(&store), version, source_id: source_id.clone(), events };
             in_flight = Some(InFlight::start(reprojection, outcome, last_recorded_at, batch_started));
         }
         if let Some(reply) = barrier {
@@ -376,7 +377,10 @@ async fn write_until_fresh(reprojection: Reprojection, first: Arc<WriteBatch>) -
         let next = match store.apply_batch(version, Arc::clone(&batch)).await {
             Ok(written) if written.stale.is_empty() => return Ok(Written { mark: written.mark, write_conflicts }),
             Ok(written) => {
-                tracing::info!(documents = written.stale.len(), "another projector changed their inputs; rendering again");
+                tracing::info!(
+                    documents = written.stale.len(),
+                    "another projector changed their inputs; rendering again"
+                );
                 rerender(store.as_ref(), version, &written.stale).await
             }
             Err(StoreError::WriteConflict(what)) => {

@@ -264,7 +264,7 @@ pub async fn batches_rendered_from_changed_inputs_are_refused_or_reported(store:
         documents: vec![document(DocumentKind::RightsProfile, "LCC-1", Some(text), version)],
         read_set: ReadSet {
             documents: vec![work.clone()],
-            inputs: vec![ReadInput { key: party.clone(), version, dependents: vec![0] }],
+            inputs: vec![ReadInput { key: party.clone(), version, written: None, dependents: vec![0] }],
             ..ReadSet::default()
         },
         ..WriteBatch::default()
@@ -279,7 +279,7 @@ pub async fn batches_rendered_from_changed_inputs_are_refused_or_reported(store:
             let stored = store.document(DocumentKind::RightsProfile, "LCC-1").await.expect("read");
             assert_eq!(stored, Some(body("fresh")), "a refused batch writes nothing");
         }
-        Ok(written) => assert_eq!(written.stale, [work.clone()]),
+        Ok(written) => assert_eq!(written.stale, [work]),
         Err(error) => panic!("{error}"),
     }
 
@@ -290,10 +290,10 @@ pub async fn batches_rendered_from_changed_inputs_are_refused_or_reported(store:
     };
     store.apply_batch(V1, Arc::new(references)).await.expect("write the reference");
     let renamed = WriteBatch {
-        aggregates: vec![(AggregateKey { topic: "parties".into(), id: "PTY-2".into() }, StoredAggregate {
-            version: 2,
-            state: body("renamed"),
-        })],
+        aggregates: vec![(
+            AggregateKey { topic: "parties".into(), id: "PTY-2".into() },
+            StoredAggregate { version: 2, state: body("renamed") },
+        )],
         read_set: ReadSet { changed_parties: vec!["PTY-2".into()], ..ReadSet::default() },
         ..WriteBatch::default()
     };

@@ -24,11 +24,12 @@ pub mod store_arguments;
 
 pub use documents::DocumentKind;
 pub use identifiers::Audience;
+pub use read_set::{CheckMoment, CommitMark, ReadInput, ReadSet};
 pub use scylla::{ScyllaSettings, ScyllaStore};
 pub use sqlite::SqliteStore;
 pub use store::{
-    AggregateKey, BatchWritten, Body, BulkPage, Checkpoint, DocumentReads, DocumentWrite, IdentifierKind, IdentifierWrite,
-    KeyedWrite, ModelVersion, ModelVersionInfo, ModelVersions, PartyReferenceWrite, PartyReferrer, ProjectionWrites,
-    ProvenanceRow, Store, StoreError, StoredAggregate, WriteBatch, WriteVersion, active_or_first_version,
+    AggregateKey, BatchWritten, Body, BulkPage, Checkpoint, DocumentReads, DocumentWrite, IdentifierKind,
+    IdentifierWrite, KeyedWrite, ModelVersion, ModelVersionInfo, ModelVersions, PartyReferenceWrite, PartyReferrer,
+    ProjectionWrites, ProvenanceRow, Store, StoreError, StoredAggregate, WriteBatch, WriteVersion,
+    active_or_first_version,
 };
-pub use read_set::{CommitMark, ReadInput, ReadSet};

@@ -49,8 +49,21 @@ pub struct ReadInput {
     pub key: AggregateKey,
     /// The version read; 0 when the aggregate did not exist.
     pub version: u64,
+    /// The version the batch writes, when it changes the aggregate itself.
+    /// Its partition has one owner, but a member that lost it (a zombie
+    /// past its session, or a broker that assigns before the old owner has
+    /// let go) may still write it; the check fences that writer off.
+    pub written: Option<u64>,
     /// Indices into [`ReadSet::documents`] of the documents rendered from it.
     pub dependents: Vec<u32>,
+}
+
+/// When a backend checks a read set: before writing, the inputs must be as
+/// read; after writing, the aggregates the batch changed must be as written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CheckMoment {
+    BeforeWrite,
+    AfterWrite,
 }
 
 /// A point in a backend's commit order, as [`crate::ProjectionWrites::apply_batch`]
@@ -74,25 +87,63 @@ impl ReadSet {
         self.inputs.iter().map(|input| input.key.clone()).collect()
     }
 
-    /// The documents that are stale given the current versions of the
-    /// inputs (absent from `current_versions`: no aggregate) and the current
-    /// referrers of the changed parties.
+    /// The inputs whose current version (absent from `current_versions`: no
+    /// aggregate) is not the one expected at `moment`.
+    pub fn changed_inputs<'a>(
+        &'a self,
+        current_versions: &'a HashMap<AggregateKey, u64>,
+        moment: CheckMoment,
+    ) -> impl Iterator<Item = &'a ReadInput> {
+        self.inputs.iter().filter(move |input| {
+            let expected = match moment {
+                CheckMoment::BeforeWrite => input.version,
+                CheckMoment::AfterWrite => input.written.unwrap_or(input.version),
+            };
+            current_versions.get(&input.key).copied().unwrap_or(0) != expected
+        })
+    }
+
+    /// The documents naming a changed party that the batch did not render.
+    pub fn unrendered_referrers<'a>(
+        &'a self,
+        current_referrers: &'a [(String, PartyReferrer)],
+    ) -> impl Iterator<Item = &'a PartyReferrer> {
+        let rendered: BTreeSet<&PartyReferrer> = self.documents.iter().collect();
+        current_referrers.iter().map(|(_, referrer)| referrer).filter(move |referrer| !rendered.contains(referrer))
+    }
+
+    /// The documents that are stale after the write, given the current
+    /// versions of the inputs and the current referrers of the changed parties.
     pub fn stale_documents(
         &self,
         current_versions: &HashMap<AggregateKey, u64>,
         current_referrers: &[(String, PartyReferrer)],
     ) -> BTreeSet<PartyReferrer> {
         let mut stale = BTreeSet::new();
-        for input in &self.inputs {
-            if current_versions.get(&input.key).copied().unwrap_or(0) != input.version {
-                let dependents = input.dependents.iter().filter_map(|index| self.documents.get(*index as usize));
-                stale.extend(dependents.cloned());
-            }
+        for input in self.changed_inputs(current_versions, CheckMoment::AfterWrite) {
+            stale.extend(input.dependents.iter().filter_map(|index| self.documents.get(*index as usize)).cloned());
         }
-        let rendered: BTreeSet<&PartyReferrer> = self.documents.iter().collect();
-        let unrendered = current_referrers.iter().map(|(_, referrer)| referrer).filter(|referrer| !rendered.contains(referrer));
-        stale.extend(unrendered.cloned());
+        stale.extend(self.unrendered_referrers(current_referrers).cloned());
         stale
+    }
+
+    /// Why the batch must not be written, checked before writing: the first
+    /// input that has changed since it was read, or the first document naming
+    /// a changed party that the batch did not render.
+    pub fn conflict(
+        &self,
+        current_versions: &HashMap<AggregateKey, u64>,
+        current_referrers: &[(String, PartyReferrer)],
+    ) -> Option<String> {
+        if let Some(input) = self.changed_inputs(current_versions, CheckMoment::BeforeWrite).next() {
+            let now = current_versions.get(&input.key).copied().unwrap_or(0);
+            return Some(format!(
+                "{} {} is at version {now}, read at {}",
+                input.key.topic, input.key.id, input.version
+            ));
+        }
+        let unrendered = self.unrendered_referrers(current_referrers).next()?;
+        Some(format!("{unrendered:?} names a changed party and was not rendered"))
     }
 }
 
@@ -108,37 +159,55 @@ mod tests {
         ReadSet {
             documents: vec![PartyReferrer::Work("LCC-1".into()), PartyReferrer::License("LIC-1".into())],
             inputs: vec![
-                ReadInput { key: key("parties", "PTY-1"), version: 4, dependents: vec![0, 1] },
-                ReadInput { key: key("rights", "LCC-1"), version: 0, dependents: vec![0] },
+                ReadInput { key: key("parties", "PTY-1"), version: 4, written: None, dependents: vec![0, 1] },
+                ReadInput { key: key("rights", "LCC-1"), version: 0, written: None, dependents: vec![0] },
+                ReadInput { key: key("works", "LCC-1"), version: 2, written: Some(3), dependents: vec![0] },
             ],
             changed_parties: vec!["PTY-2".into()],
             read_after: None,
         }
     }
 
+    fn versions(entries: &[(&str, &str, u64)]) -> HashMap<AggregateKey, u64> {
+        entries.iter().map(|(topic, id, version)| (key(topic, id), *version)).collect()
+    }
+
     #[test]
-    fn nothing_is_stale_while_the_inputs_are_as_read() {
-        let current = HashMap::from([(key("parties", "PTY-1"), 4)]);
+    fn nothing_is_stale_while_the_inputs_are_as_read_and_written() {
         let referrers = [("PTY-2".to_owned(), PartyReferrer::Work("LCC-1".into()))];
-        assert!(read_set().stale_documents(&current, &referrers).is_empty());
+        let before = versions(&[("parties", "PTY-1", 4), ("works", "LCC-1", 2)]);
+        assert_eq!(read_set().conflict(&before, &referrers), None);
+        let after = versions(&[("parties", "PTY-1", 4), ("works", "LCC-1", 3)]);
+        assert!(read_set().stale_documents(&after, &referrers).is_empty());
     }
 
     #[test]
     fn a_changed_input_makes_its_dependents_stale() {
-        let renamed = HashMap::from([(key("parties", "PTY-1"), 5)]);
+        let renamed = versions(&[("parties", "PTY-1", 5), ("works", "LCC-1", 3)]);
         let stale = read_set().stale_documents(&renamed, &[]);
         assert_eq!(stale.len(), 2, "{stale:?}");
+        let before = versions(&[("parties", "PTY-1", 5), ("works", "LCC-1", 2)]);
+        assert_eq!(read_set().conflict(&before, &[]).as_deref(), Some("parties PTY-1 is at version 5, read at 4"));
 
-        let rights_arrived = HashMap::from([(key("parties", "PTY-1"), 4), (key("rights", "LCC-1"), 1)]);
+        let rights_arrived = versions(&[("parties", "PTY-1", 4), ("rights", "LCC-1", 1), ("works", "LCC-1", 3)]);
         let stale = read_set().stale_documents(&rights_arrived, &[]);
         assert_eq!(stale.into_iter().collect::<Vec<_>>(), [PartyReferrer::Work("LCC-1".into())]);
     }
 
     #[test]
+    fn another_writer_of_an_aggregate_the_batch_changes_is_a_conflict() {
+        let overtaken = versions(&[("parties", "PTY-1", 4), ("works", "LCC-1", 4)]);
+        assert_eq!(read_set().conflict(&overtaken, &[]).as_deref(), Some("works LCC-1 is at version 4, read at 2"));
+        assert_eq!(read_set().stale_documents(&overtaken, &[]).len(), 1);
+    }
+
+    #[test]
     fn a_document_naming_a_changed_party_that_was_not_rendered_is_stale() {
-        let current = HashMap::from([(key("parties", "PTY-1"), 4)]);
+        let current = versions(&[("parties", "PTY-1", 4), ("works", "LCC-1", 3)]);
         let referrers = [("PTY-2".to_owned(), PartyReferrer::Work("LCC-9".into()))];
         let stale = read_set().stale_documents(&current, &referrers);
         assert_eq!(stale.into_iter().collect::<Vec<_>>(), [PartyReferrer::Work("LCC-9".into())]);
+        let before = versions(&[("parties", "PTY-1", 4), ("works", "LCC-1", 2)]);
+        assert!(read_set().conflict(&before, &referrers).is_some());
     }
 }

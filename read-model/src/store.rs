@@ -267,7 +267,7 @@ pub enum StoreError {
     #[error("model version {0} is active and cannot be dropped")]
     ActiveModelVersion(ModelVersion),
     /// Another projector changed what the batch was rendered from; nothing was written.
-    #[error("another projector changed the inputs of {0}; nothing was written")]
+    #[error("another projector changed what the batch read ({0}); nothing was written")]
     WriteConflict(String),
     /// Stored data is not what this program expects (for example a newer schema).
     #[error("the read-model store holds unexpected data: {0}")]

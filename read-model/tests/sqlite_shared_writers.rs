@@ -32,7 +32,7 @@ fn rendered_from_party_at(version: u64, read_after: Option<read_model::CommitMar
         }],
         read_set: ReadSet {
             documents: vec![PartyReferrer::Work("LCC-1".into())],
-            inputs: vec![ReadInput { key: party(), version, dependents: vec![0] }],
+            inputs: vec![ReadInput { key: party(), version, written: None, dependents: vec![0] }],
             changed_parties: Vec::new(),
             read_after,
         },

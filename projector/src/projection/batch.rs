@@ -39,6 +39,8 @@ pub struct BatchOutcome {
 #[derive(Debug)]
 struct Entry {
     version: u64,
+    /// The version as stored before this batch.
+    version_before: u64,
     state: Option<AggregateState>,
     /// The state as stored before this batch, kept (moved, not cloned) once the batch changes it.
     before: Option<AggregateState>,
@@ -49,6 +51,7 @@ impl Entry {
     fn apply(&mut self, version: u64, state: AggregateState) {
         if !self.changed {
             self.before = self.state.take();
+            self.version_before = self.version;
             self.changed = true;
         }
         self.state = Some(state);
@@ -163,7 +166,7 @@ impl Aggregates {
             }
             None => (0, None),
         };
-        let entry = Entry { version, state, before: None, changed: false };
+        let entry = Entry { version, version_before: version, state, before: None, changed: false };
         self.entries.entry(topic).or_default().insert(key.id, entry);
         Ok(())
     }
@@ -390,7 +393,9 @@ async fn render_dirty(
             named_parties.insert(license.licensee_party_id.clone());
         }
     }
-    aggregates.load(store, version, overlay, named_parties.into_iter().map(|id| (Topic::Parties, id)).collect()).await?;
+    aggregates
+        .load(store, version, overlay, named_parties.into_iter().map(|id| (Topic::Parties, id)).collect())
+        .await?;
 
     let parties = aggregates.parties();
     let mut read_set = ReadSetBuilder::default();
@@ -400,7 +405,7 @@ async fn render_dirty(
     for id in &dirty.licenses {
         write_license(aggregates, &parties, id, write, &mut read_set);
     }
-    write.read_set = read_set.finish(dirty.changed_parties);
+    write.read_set = read_set.finish(aggregates, dirty.changed_parties);
     Ok(())
 }
 
@@ -436,8 +441,7 @@ struct ReadSetBuilder {
 }
 
 impl ReadSetBuilder {
-    /// Notes a rendered document and the aggregates it was rendered from;
-    /// those the batch changed itself are left out, since only their owner writes them.
+    /// Notes a rendered document and the aggregates it was rendered from.
     fn document<'k>(
         &mut self,
         document: PartyReferrer,
@@ -447,23 +451,33 @@ impl ReadSetBuilder {
         let index = self.read_set.documents.len() as u32;
         self.read_set.documents.push(document);
         for (topic, id) in inputs {
-            let entry = aggregates.entry(topic, id);
-            if entry.is_some_and(|entry| entry.changed) {
-                continue;
-            }
-            let position = *self.inputs.entry((topic, id.to_owned())).or_insert_with(|| {
-                self.read_set.inputs.push(ReadInput {
-                    key: AggregateKey { topic: topic.name().to_owned(), id: id.to_owned() },
-                    version: entry.map_or(0, |entry| entry.version),
-                    dependents: Vec::new(),
-                });
-                self.read_set.inputs.len() - 1
-            });
+            let position = self.input(topic, id, aggregates.entry(topic, id));
             self.read_set.inputs[position].dependents.push(index);
         }
     }
 
-    fn finish(self, changed_parties: Vec<String>) -> ReadSet {
+    /// The position of an aggregate among the inputs, added when missing.
+    fn input(&mut self, topic: Topic, id: &str, entry: Option<&Entry>) -> usize {
+        *self.inputs.entry((topic, id.to_owned())).or_insert_with(|| {
+            let changed = entry.filter(|entry| entry.changed);
+            self.read_set.inputs.push(ReadInput {
+                key: AggregateKey { topic: topic.name().to_owned(), id: id.to_owned() },
+                version: changed.map_or(entry.map_or(0, |entry| entry.version), |entry| entry.version_before),
+                written: changed.map(|entry| entry.version),
+                dependents: Vec::new(),
+            });
+            self.read_set.inputs.len() - 1
+        })
+    }
+
+    /// The read set, with every aggregate the batch changed among the inputs
+    /// (so that another writer of one fences this batch off).
+    fn finish(mut self, aggregates: &Aggregates, changed_parties: Vec<String>) -> ReadSet {
+        for (topic, entries) in &aggregates.entries {
+            for (id, entry) in entries.iter().filter(|(_, entry)| entry.changed) {
+                self.input(*topic, id, Some(entry));
+            }
+        }
         ReadSet { changed_parties, ..self.read_set }
     }
 }
@@ -647,7 +661,8 @@ mod tests {
     fn aggregates_at(versions: &[(Topic, &str, u64)]) -> Aggregates {
         let mut aggregates = Aggregates::default();
         for (topic, id, version) in versions {
-            let entry = Entry { version: *version, state: None, before: None, changed: false };
+            let entry =
+                Entry { version: *version, version_before: *version, state: None, before: None, changed: false };
             aggregates.entries.entry(*topic).or_default().insert((*id).to_owned(), entry);
         }
         aggregates

@@ -32,8 +32,8 @@ use crate::active_version_cache::ActiveVersionCache;
 use crate::documents::DocumentKind;
 use crate::identifiers::Audience;
 use crate::store::{
-    AggregateKey, BatchWritten, Body, BulkPage, Checkpoint, DocumentReads, IdentifierKind, ModelVersion, ModelVersionInfo,
-    ModelVersions, PartyReferrer, ProjectionWrites, StoreError, StoredAggregate, WriteBatch,
+    AggregateKey, BatchWritten, Body, BulkPage, Checkpoint, DocumentReads, IdentifierKind, ModelVersion,
+    ModelVersionInfo, ModelVersions, PartyReferrer, ProjectionWrites, StoreError, StoredAggregate, WriteBatch,
 };
 
 /// The SQLite store. Cheap to clone; clones share connections.

@@ -22,8 +22,7 @@ pub(super) fn apply_batch(writer: &mut Writer, batch: &WriteBatch) -> Result<Bat
         writer.connection.transaction_with_behavior(TransactionBehavior::Immediate).map_err(from_sqlite)?;
     // The data version changes only when another connection commits, so an
     // unchanged mark proves that nobody else has written since it was taken.
-    let data_version: i64 =
-        transaction.query_row("PRAGMA data_version", [], |row| row.get(0)).map_err(from_sqlite)?;
+    let data_version: i64 = transaction.query_row("PRAGMA data_version", [], |row| row.get(0)).map_err(from_sqlite)?;
     let mark = CommitMark { writer: writer.id, sequence: data_version as u64 };
     if !batch.read_set.is_empty() && batch.read_set.read_after != Some(mark) {
         refuse_stale(&transaction, &batch.read_set)?;
@@ -44,10 +43,9 @@ fn refuse_stale(connection: &Connection, read_set: &ReadSet) -> Result<(), Store
         .map(|(key, stored)| (key, stored.version))
         .collect();
     let referrers = reads::party_referrers(connection, &read_set.changed_parties)?;
-    let stale = read_set.stale_documents(&versions, &referrers);
-    match stale.first() {
+    match read_set.conflict(&versions, &referrers) {
         None => Ok(()),
-        Some(first) => Err(StoreError::WriteConflict(format!("{} documents, {first:?} first", stale.len()))),
+        Some(conflict) => Err(StoreError::WriteConflict(conflict)),
     }
 }
 

@@ -123,6 +123,7 @@ impl ConsumerContext for ProjectorContext {
                     assignment.push((topic, partition, start.unwrap_or(0)));
                 }
                 for (topic, partition, start) in &assignment {
+                    tracing::debug!(topic, partition, start, "partition assigned");
                     let offset = if next.contains_key(&(topic.as_str(), *partition)) {
                         Offset::Offset(*start)
                     } else {

@@ -1,0 +1,128 @@
+//! Projectors in one consumer group, sharing one store: two split the
+//! partitions; one is killed with SIGKILL mid-stream; its partitions are
+//! resumed from the store's checkpoints, and the final store equals the
+//! file-source projection of the same events.
+//!
+//! tansu 0.6.0 (the newest release) never reassigns a dead member's
+//! partitions to the members that remain: after the missed heartbeat its
+//! coordinator hands each remaining member its old assignment again. A
+//! replacement member joining the group is what makes it assign every
+//! partition anew, so the test starts one; with Apache Kafka the survivor
+//! alone is assigned everything once the session times out.
+//!
+//! The projectors write into one store while each renders documents whose
+//! inputs another changes (a work on one's partition names a party on
+//! another's), so the store's read-set check (`read_model::read_set`) is
+//! what keeps documents from going stale here.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use end_to_end_tests::kafka::{
+    Broker, KillOnDrop, create_topics, kafka_projector_command_with_admin, produce_single_object, wait_for_port,
+};
+use end_to_end_tests::{assert_same_documents, dump_documents, free_port, http, project};
+use projector::generate::{GenerateOptions, generate};
+
+const PARTITIONS: usize = 4;
+const TOPICS: usize = 6;
+
+/// The partitions a projector holds, and the messages they still lag by
+/// (`None` while the broker's offsets of some partition are not known).
+fn assignment(admin: &str) -> Option<(usize, Option<i64>)> {
+    let (status, _, metrics) = std::panic::catch_unwind(|| http(admin, "GET", "/metrics", &[], "")).ok()?;
+    if status != 200 {
+        return None;
+    }
+    let partitions = metrics.lines().filter(|line| line.starts_with("lcc_projector_partition_stalled{")).count();
+    let lags: Vec<i64> = metrics
+        .lines()
+        .filter(|line| line.starts_with("lcc_projector_partition_lag_messages{"))
+        .filter_map(|line| line.rsplit(' ').next()?.parse().ok())
+        .collect();
+    Some((partitions, (lags.len() == partitions).then(|| lags.iter().sum())))
+}
+
+fn metric(admin: &str, name: &str) -> u64 {
+    let (_, _, metrics) = http(admin, "GET", "/metrics", &[], "");
+    let line = metrics.lines().find(|line| line.starts_with(name)).unwrap_or_default();
+    line.rsplit(' ').next().and_then(|value| value.parse().ok()).unwrap_or(0)
+}
+
+/// Polls until `done` holds for the assignments of `admins`, or fails with `what`.
+fn wait_for(admins: &[&str], what: &str, done: impl Fn(&[(usize, Option<i64>)]) -> bool) -> Vec<(usize, Option<i64>)> {
+    let started = Instant::now();
+    loop {
+        let assignments: Option<Vec<(usize, Option<i64>)>> = admins.iter().map(|admin| assignment(admin)).collect();
+        if let Some(assignments) = assignments
+            && done(&assignments)
+        {
+            return assignments;
+        }
+        assert!(started.elapsed() < Duration::from_secs(120), "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Every partition is held by exactly one of the members, and each member holds some.
+fn split_among_all(assignments: &[(usize, Option<i64>)]) -> bool {
+    assignments.iter().all(|(partitions, _)| *partitions > 0)
+        && assignments.iter().map(|(partitions, _)| partitions).sum::<usize>() == PARTITIONS * TOPICS
+}
+
+#[test]
+fn projectors_split_the_partitions_and_a_killed_members_partitions_resume_from_the_store() {
+    let directory = tempfile::tempdir().expect("tempdir");
+    let events = directory.path().join("events");
+    generate(&GenerateOptions { works: 12_000, seed: 53, events_per_segment: 5_000, sandbox: false }, &events)
+        .expect("generate");
+    let clean = directory.path().join("file-projection");
+    project(&events, &clean, 500);
+
+    let Some(broker) = Broker::start(&directory.path().join("broker")) else { return };
+    create_topics(&broker, "", PARTITIONS as u32, &["dead-letters"]);
+    let published = directory.path().join("published-schemas");
+    // One record per batch: tansu serves a fetch only from the start of a
+    // record batch, and members resume mid-stream from the store's checkpoints.
+    produce_single_object(&broker, &events, &published, true);
+
+    let data = directory.path().join("shared-store");
+    let start = |port: u16| {
+        let admin = format!("127.0.0.1:{port}");
+        let mut command = kafka_projector_command_with_admin(&broker, &data, "projectors", "", &admin);
+        command.arg("--writer-schema-dir").arg(&published).stderr(Stdio::null());
+        let child = KillOnDrop(command.spawn().expect("projector starts"));
+        wait_for_port(port, Duration::from_secs(30));
+        (child, admin)
+    };
+    let (_survivor, survivor_admin) = start(free_port());
+    let (mut killed, killed_admin) = start(free_port());
+
+    let assignments = wait_for(
+        &[&survivor_admin, &killed_admin],
+        "the two projectors split the partitions while the second one has messages left",
+        |assignments| split_among_all(assignments) && assignments[1].1.is_some_and(|lag| lag > 0),
+    );
+    let rebalances = metric(&survivor_admin, "lcc_projector_rebalances_total");
+    killed.0.kill().expect("SIGKILL");
+    killed.0.wait().expect("reaped");
+    let killed_lag = assignments[1].1.unwrap_or_default();
+    eprintln!("killed a projector with {killed_lag} messages left on its {} partitions", assignments[1].0);
+
+    // The broker notices the missed heartbeats after the session timeout and
+    // makes the survivor rejoin; a replacement joining after that gets a share.
+    let started = Instant::now();
+    while metric(&survivor_admin, "lcc_projector_rebalances_total") < rebalances + 2 {
+        assert!(started.elapsed() < Duration::from_secs(60), "the broker did not notice the killed member");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (_replacement, replacement_admin) = start(free_port());
+    let admins = [survivor_admin.as_str(), replacement_admin.as_str()];
+    wait_for(&admins, "the group is split again and has caught up", |assignments| {
+        split_among_all(assignments) && assignments.iter().all(|(_, lag)| *lag == Some(0))
+    });
+    for admin in admins {
+        eprintln!("{admin}: {} write conflicts", metric(admin, "lcc_projector_write_conflicts_total"));
+    }
+    assert_same_documents(&dump_documents(&clean), &dump_documents(&data));
+}
