@@ -1,18 +1,20 @@
 //! The projection rules, end to end through files, the projector and a real
 //! SQLite store: merges across topics in any arrival order, party renames,
-//! indexes, bulk membership, disputes, licenses, idempotence and parking.
+//! indexes, bulk membership, disputes, licenses, idempotence and parking,
+//! and rendering documents again for a backend that reported them stale.
 
 mod support;
 
 use projector::contract::Topic;
 use projector::events::{LicenseGrant, WorkAmendment};
 use projector::generate::world::{DAY, Draft, Payload};
+use projector::projection::batch::rerender;
 use read_model::calendar::{Date, Timestamp};
 use read_model::documents::{
     BulkRow, DisputeStatus, DublinCoreRecord, EvidenceInputs, LicenseKind, LicenseStatus, LicenseStatusDocument,
     RightType, RightsProfile, VerificationInputs, WorkStatus,
 };
-use read_model::{Audience, DocumentKind, DocumentReads, IdentifierKind};
+use read_model::{Audience, DocumentKind, DocumentReads, IdentifierKind, ModelVersion, PartyReferrer};
 use support::{Projection, T0, party, published, right, rights, work};
 
 #[tokio::test]
@@ -255,4 +257,34 @@ async fn provenance_lists_every_applied_change_of_the_work_in_order() {
     assert_eq!(types, ["WorkRegistered", "RightsChainRecorded", "CertificateIssued", "WorkPublished"]);
     assert_eq!(entries[3].changed, ["status", "publishedAt"]);
     assert_eq!(entries[0].source_system, "registry-web");
+}
+
+#[tokio::test]
+async fn rendering_documents_again_gives_what_projection_wrote_and_changes_no_state() {
+    let projection = Projection::new().await;
+    let drafts = vec![
+        party("PTY-1", "A Name", T0),
+        work("LCC-1", "PTY-1", T0 + 1),
+        published("LCC-1", T0 + 2),
+        rights("LCC-1", T0 + 3, vec![right("LCC-1", "A0", "PTY-1", 10_000, RightType::AuthorsRight)], false),
+    ];
+    let events = projection.write("events", drafts, 2);
+    projection.project(&events, 2).await;
+
+    let work = PartyReferrer::Work("LCC-1".into());
+    let batch = rerender(&projection.store, ModelVersion(1), std::slice::from_ref(&work)).await.expect("render");
+    for kind in
+        [DocumentKind::RightsProfile, DocumentKind::Verification, DocumentKind::Metadata, DocumentKind::Evidence]
+    {
+        let rendered = batch.documents.iter().find(|write| write.kind == kind).expect("rendered");
+        let stored = projection.store.document(kind, "LCC-1").await.expect("read");
+        assert_eq!(rendered.body, stored, "{kind:?}");
+    }
+    assert_eq!(batch.bulk_rows.len(), 1, "a published work's bulk row is rendered too");
+    assert!(batch.aggregates.is_empty() && batch.checkpoints.is_empty() && batch.party_references.is_empty());
+    assert!(batch.identifiers.is_empty() && batch.provenance.is_empty());
+    assert_eq!(batch.read_set.documents, [work]);
+    let inputs: Vec<(&str, u64)> =
+        batch.read_set.inputs.iter().map(|input| (input.key.topic.as_str(), input.version)).collect();
+    assert!(inputs.contains(&("parties", 1)) && inputs.contains(&("works", 2)), "{inputs:?}");
 }
