@@ -28,7 +28,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use crate::store::{AggregateKey, PartyReferrer};
+use crate::store::{AggregateKey, PartyReferrer, StoredAggregate};
 
 /// The inputs of a batch's documents, as read.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -87,11 +87,12 @@ impl ReadSet {
         self.inputs.iter().map(|input| input.key.clone()).collect()
     }
 
-    /// The inputs whose current version (absent from `current_versions`: no
-    /// aggregate) is not the one expected at `moment`.
+    /// The inputs whose current version (in `current`, the stored states of
+    /// [`ReadSet::input_keys`] as the store reads them; absent: no aggregate)
+    /// is not the one expected at `moment`.
     pub fn changed_inputs<'a>(
         &'a self,
-        current_versions: &'a HashMap<AggregateKey, u64>,
+        current: &'a HashMap<AggregateKey, StoredAggregate>,
         moment: CheckMoment,
     ) -> impl Iterator<Item = &'a ReadInput> {
         self.inputs.iter().filter(move |input| {
@@ -99,7 +100,7 @@ impl ReadSet {
                 CheckMoment::BeforeWrite => input.version,
                 CheckMoment::AfterWrite => input.written.unwrap_or(input.version),
             };
-            current_versions.get(&input.key).copied().unwrap_or(0) != expected
+            version_in(current, &input.key) != expected
         })
     }
 
@@ -116,11 +117,11 @@ impl ReadSet {
     /// versions of the inputs and the current referrers of the changed parties.
     pub fn stale_documents(
         &self,
-        current_versions: &HashMap<AggregateKey, u64>,
+        current: &HashMap<AggregateKey, StoredAggregate>,
         current_referrers: &[(String, PartyReferrer)],
     ) -> BTreeSet<PartyReferrer> {
         let mut stale = BTreeSet::new();
-        for input in self.changed_inputs(current_versions, CheckMoment::AfterWrite) {
+        for input in self.changed_inputs(current, CheckMoment::AfterWrite) {
             stale.extend(input.dependents.iter().filter_map(|index| self.documents.get(*index as usize)).cloned());
         }
         stale.extend(self.unrendered_referrers(current_referrers).cloned());
@@ -132,11 +133,11 @@ impl ReadSet {
     /// a changed party that the batch did not render.
     pub fn conflict(
         &self,
-        current_versions: &HashMap<AggregateKey, u64>,
+        current: &HashMap<AggregateKey, StoredAggregate>,
         current_referrers: &[(String, PartyReferrer)],
     ) -> Option<String> {
-        if let Some(input) = self.changed_inputs(current_versions, CheckMoment::BeforeWrite).next() {
-            let now = current_versions.get(&input.key).copied().unwrap_or(0);
+        if let Some(input) = self.changed_inputs(current, CheckMoment::BeforeWrite).next() {
+            let now = version_in(current, &input.key);
             return Some(format!(
                 "{} {} is at version {now}, read at {}",
                 input.key.topic, input.key.id, input.version
@@ -145,6 +146,11 @@ impl ReadSet {
         let unrendered = self.unrendered_referrers(current_referrers).next()?;
         Some(format!("{unrendered:?} names a changed party and was not rendered"))
     }
+}
+
+/// The stored version of `key`; 0 when there is no aggregate.
+fn version_in(current: &HashMap<AggregateKey, StoredAggregate>, key: &AggregateKey) -> u64 {
+    current.get(key).map_or(0, |stored| stored.version)
 }
 
 #[cfg(test)]
@@ -168,8 +174,11 @@ mod tests {
         }
     }
 
-    fn versions(entries: &[(&str, &str, u64)]) -> HashMap<AggregateKey, u64> {
-        entries.iter().map(|(topic, id, version)| (key(topic, id), *version)).collect()
+    fn versions(entries: &[(&str, &str, u64)]) -> HashMap<AggregateKey, StoredAggregate> {
+        entries
+            .iter()
+            .map(|(topic, id, version)| (key(topic, id), StoredAggregate { version: *version, state: Vec::new() }))
+            .collect()
     }
 
     #[test]

@@ -253,10 +253,9 @@ impl ProjectionWrites for ScyllaStore {
             return Ok(BatchWritten::default());
         }
         let reads = VersionReads { session: &self.inner.session, statements: &statements };
-        let versions =
-            reads.aggregates(&read_set.input_keys()).await?.into_iter().map(|(key, stored)| (key, stored.version));
+        let current = reads.aggregates(&read_set.input_keys()).await?;
         let referrers = reads.party_referrers(&read_set.changed_parties).await?;
-        let stale = read_set.stale_documents(&versions.collect(), &referrers);
+        let stale = read_set.stale_documents(&current, &referrers);
         Ok(BatchWritten { mark: None, stale: stale.into_iter().collect() })
     }
 }

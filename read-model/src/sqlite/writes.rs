@@ -38,12 +38,9 @@ pub(super) fn apply_batch(writer: &mut Writer, batch: &WriteBatch) -> Result<Bat
 /// batch's inputs since they were read. The transaction holds the write
 /// lock, so nobody can change them between this check and the commit.
 fn refuse_stale(connection: &Connection, read_set: &ReadSet) -> Result<(), StoreError> {
-    let versions = reads::aggregates(connection, &read_set.input_keys())?
-        .into_iter()
-        .map(|(key, stored)| (key, stored.version))
-        .collect();
+    let current = reads::aggregates(connection, &read_set.input_keys())?;
     let referrers = reads::party_referrers(connection, &read_set.changed_parties)?;
-    match read_set.conflict(&versions, &referrers) {
+    match read_set.conflict(&current, &referrers) {
         None => Ok(()),
         Some(conflict) => Err(StoreError::WriteConflict(conflict)),
     }
