@@ -437,7 +437,8 @@ pub async fn rerender(
 #[derive(Debug, Default)]
 struct ReadSetBuilder {
     read_set: ReadSet,
-    inputs: FnvMap<(Topic, String), usize>,
+    /// Positions in `read_set.inputs`, by topic then id (so a lookup by `&str` allocates nothing).
+    inputs: HashMap<Topic, FnvMap<String, usize>>,
 }
 
 impl ReadSetBuilder {
@@ -458,16 +459,20 @@ impl ReadSetBuilder {
 
     /// The position of an aggregate among the inputs, added when missing.
     fn input(&mut self, topic: Topic, id: &str, entry: Option<&Entry>) -> usize {
-        *self.inputs.entry((topic, id.to_owned())).or_insert_with(|| {
-            let changed = entry.filter(|entry| entry.changed);
-            self.read_set.inputs.push(ReadInput {
-                key: AggregateKey { topic: topic.name().to_owned(), id: id.to_owned() },
-                version: changed.map_or(entry.map_or(0, |entry| entry.version), |entry| entry.version_before),
-                written: changed.map(|entry| entry.version),
-                dependents: Vec::new(),
-            });
-            self.read_set.inputs.len() - 1
-        })
+        let positions = self.inputs.entry(topic).or_default();
+        if let Some(position) = positions.get(id) {
+            return *position;
+        }
+        let changed = entry.filter(|entry| entry.changed);
+        self.read_set.inputs.push(ReadInput {
+            key: AggregateKey { topic: topic.name().to_owned(), id: id.to_owned() },
+            version: changed.map_or(entry.map_or(0, |entry| entry.version), |entry| entry.version_before),
+            written: changed.map(|entry| entry.version),
+            dependents: Vec::new(),
+        });
+        let position = self.read_set.inputs.len() - 1;
+        positions.insert(id.to_owned(), position);
+        position
     }
 
     /// The read set, with every aggregate the batch changed among the inputs
