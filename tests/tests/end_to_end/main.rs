@@ -1,0 +1,21 @@
+//! The end-to-end tests, one module per concern, linked into one test binary:
+//! every test binary links the whole workspace, so one binary instead of
+//! sixteen saves most of the suite's link time and disk. cargo-nextest still
+//! runs each test in its own process.
+
+mod api_access;
+mod api_conformance;
+mod concurrent_readers;
+mod crash_and_resume;
+mod dead_letters;
+mod deployment_files;
+mod graceful_shutdown;
+mod idempotence;
+mod kafka_faults;
+mod kafka_group;
+mod kafka_projection;
+mod kafka_rebuild;
+mod ops_files;
+mod personal_data;
+mod sandbox_fixtures;
+mod service;
