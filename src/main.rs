@@ -33,6 +33,10 @@ struct Cli {
     serve: ServeConfig,
 }
 
+/// The projector's allocator (see `projector/src/main.rs`), for both halves.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(

@@ -59,6 +59,11 @@ struct ServeArguments {
     config: ServeConfig,
 }
 
+/// Each request allocates its document and response; the same allocator as the
+/// projector's keeps one allocator to reason about across the service.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(

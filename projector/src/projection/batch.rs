@@ -88,6 +88,31 @@ impl std::hash::Hasher for FnvHasher {
 
 type FnvMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<FnvHasher>>;
 
+/// One map by id per topic, found by the topic's position rather than by
+/// hashing the topic (a lookup per input of every rendered document).
+#[derive(Debug)]
+struct ByTopic<V>([FnvMap<String, V>; Topic::ALL.len()]);
+
+impl<V> Default for ByTopic<V> {
+    fn default() -> ByTopic<V> {
+        ByTopic(std::array::from_fn(|_| FnvMap::default()))
+    }
+}
+
+impl<V> ByTopic<V> {
+    fn of(&self, topic: Topic) -> &FnvMap<String, V> {
+        &self.0[topic as usize]
+    }
+
+    fn of_mut(&mut self, topic: Topic) -> &mut FnvMap<String, V> {
+        &mut self.0[topic as usize]
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (Topic, &FnvMap<String, V>)> {
+        Topic::ALL.into_iter().zip(&self.0)
+    }
+}
+
 type Key = (Topic, String);
 
 /// The aggregates a work's documents are rendered from, beside the parties they name.
@@ -97,7 +122,7 @@ const WORK_TOPICS: [Topic; 4] = [Topic::Works, Topic::Rights, Topic::Disputes, T
 /// lookup by `&str` allocates nothing).
 #[derive(Debug, Default)]
 struct Aggregates {
-    entries: HashMap<Topic, FnvMap<String, Entry>>,
+    entries: ByTopic<Entry>,
 }
 
 /// The states and references of the batch still being written, which the
@@ -133,11 +158,16 @@ impl Aggregates {
     ) -> Result<(), StoreError> {
         let missing: Vec<AggregateKey> = keys
             .into_iter()
-            .filter(|(topic, id)| !self.entries.get(topic).is_some_and(|entries| entries.contains_key(id)))
+            .filter(|(topic, id)| !self.entries.of(*topic).contains_key(id))
             .map(|(topic, id)| AggregateKey { topic: topic.name().to_owned(), id })
             .collect();
         if missing.is_empty() {
             return Ok(());
+        }
+        // Growing the maps one insert at a time moved every entry several times.
+        for topic in Topic::ALL {
+            let count = missing.iter().filter(|key| key.topic == topic.name()).count();
+            self.entries.of_mut(topic).reserve(count);
         }
         let mut from_store = Vec::new();
         for key in missing {
@@ -167,12 +197,12 @@ impl Aggregates {
             None => (0, None),
         };
         let entry = Entry { version, version_before: version, state, before: None, changed: false };
-        self.entries.entry(topic).or_default().insert(key.id, entry);
+        self.entries.of_mut(topic).insert(key.id, entry);
         Ok(())
     }
 
     fn entry(&self, topic: Topic, id: &str) -> Option<&Entry> {
-        self.entries.get(&topic)?.get(id)
+        self.entries.of(topic).get(id)
     }
 
     fn state(&self, topic: Topic, id: &str) -> Option<&AggregateState> {
@@ -196,8 +226,9 @@ impl Aggregates {
     }
 
     fn parties(&self) -> PartyDirectory<'_> {
-        let parties = self.entries.get(&Topic::Parties).into_iter().flatten();
-        parties
+        self.entries
+            .of(Topic::Parties)
+            .iter()
             .filter_map(|(id, entry)| match &entry.state {
                 Some(AggregateState::Party(party)) => Some((id.as_str(), party)),
                 _ => None,
@@ -288,8 +319,7 @@ pub async fn project_batch(
                 continue;
             }
         };
-        let entries = aggregates.entries.get_mut(&event.topic);
-        let Some(entry) = entries.and_then(|entries| entries.get_mut(&event.envelope.aggregate_id)) else {
+        let Some(entry) = aggregates.entries.of_mut(event.topic).get_mut(&event.envelope.aggregate_id) else {
             continue;
         };
         if event.envelope.aggregate_version <= entry.version {
@@ -332,7 +362,7 @@ pub async fn project_batch(
     let mut changed: Vec<(Topic, &String, &Entry)> = aggregates
         .entries
         .iter()
-        .flat_map(|(topic, entries)| entries.iter().map(move |(id, entry)| (*topic, id, entry)))
+        .flat_map(|(topic, entries)| entries.iter().map(move |(id, entry)| (topic, id, entry)))
         .filter(|(_, _, entry)| entry.changed)
         .collect();
     changed.sort_by(|left, right| (left.0, left.1).cmp(&(right.0, right.1)));
@@ -438,7 +468,7 @@ pub async fn rerender(
 struct ReadSetBuilder {
     read_set: ReadSet,
     /// Positions in `read_set.inputs`, by topic then id (so a lookup by `&str` allocates nothing).
-    inputs: HashMap<Topic, FnvMap<String, usize>>,
+    inputs: ByTopic<usize>,
 }
 
 impl ReadSetBuilder {
@@ -459,7 +489,7 @@ impl ReadSetBuilder {
 
     /// The position of an aggregate among the inputs, added when missing.
     fn input(&mut self, topic: Topic, id: &str, entry: Option<&Entry>) -> usize {
-        let positions = self.inputs.entry(topic).or_default();
+        let positions = self.inputs.of_mut(topic);
         if let Some(position) = positions.get(id) {
             return *position;
         }
@@ -478,9 +508,9 @@ impl ReadSetBuilder {
     /// The read set, with every aggregate the batch changed among the inputs
     /// (so that another writer of one fences this batch off).
     fn finish(mut self, aggregates: &Aggregates, changed_parties: Vec<String>) -> ReadSet {
-        for (topic, entries) in &aggregates.entries {
+        for (topic, entries) in aggregates.entries.iter() {
             for (id, entry) in entries.iter().filter(|(_, entry)| entry.changed) {
-                self.input(*topic, id, Some(entry));
+                self.input(topic, id, Some(entry));
             }
         }
         ReadSet { changed_parties, ..self.read_set }
@@ -668,9 +698,16 @@ mod tests {
         for (topic, id, version) in versions {
             let entry =
                 Entry { version: *version, version_before: *version, state: None, before: None, changed: false };
-            aggregates.entries.entry(*topic).or_default().insert((*id).to_owned(), entry);
+            aggregates.entries.of_mut(*topic).insert((*id).to_owned(), entry);
         }
         aggregates
+    }
+
+    #[test]
+    fn topics_are_numbered_in_the_order_of_all_topics() {
+        for (position, topic) in Topic::ALL.into_iter().enumerate() {
+            assert_eq!(topic as usize, position, "{topic:?}");
+        }
     }
 
     #[test]
