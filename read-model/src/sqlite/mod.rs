@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension};
 
-use self::connections::open_writer;
+use self::connections::{PageAccess, open_writer};
 use self::errors::from_sqlite;
 use self::reader_pool::ReaderPool;
 use crate::active_version_cache::ActiveVersionCache;
@@ -56,7 +56,11 @@ struct Inner {
 struct VersionFile {
     path: PathBuf,
     writer: Mutex<Option<Writer>>,
+    /// Document reads, for the API.
     readers: ReaderPool,
+    /// State, reference and checkpoint reads, for the projector: each
+    /// process opens only the pool it uses.
+    state_readers: ReaderPool,
 }
 
 /// The writer connection, numbered so that a [`crate::CommitMark`] names
@@ -84,6 +88,7 @@ impl VersionFile {
             *slot = None;
         }
         self.readers.note_write();
+        self.state_readers.note_write();
         result
     }
 }
@@ -99,7 +104,7 @@ impl SqliteStore {
         schema::migrate_catalog(&catalog_writer)?;
         Ok(SqliteStore {
             inner: Arc::new(Inner {
-                catalog_readers: ReaderPool::new(catalog_path),
+                catalog_readers: ReaderPool::new(catalog_path, PageAccess::MemoryMapped),
                 catalog_writer: Mutex::new(catalog_writer),
                 directory,
                 versions: Mutex::new(HashMap::new()),
@@ -124,7 +129,12 @@ impl SqliteStore {
             .entry(version)
             .or_insert_with(|| {
                 let path = self.model_file(version);
-                Arc::new(VersionFile { readers: ReaderPool::new(path.clone()), path, writer: Mutex::new(None) })
+                Arc::new(VersionFile {
+                    readers: ReaderPool::new(path.clone(), PageAccess::MemoryMapped),
+                    state_readers: ReaderPool::new(path.clone(), PageAccess::Copied),
+                    path,
+                    writer: Mutex::new(None),
+                })
             })
             .clone()
     }
@@ -211,7 +221,7 @@ impl ProjectionWrites for SqliteStore {
         version: ModelVersion,
         keys: &[AggregateKey],
     ) -> Result<HashMap<AggregateKey, StoredAggregate>, StoreError> {
-        self.known_version_file(version)?.readers.with(|connection| reads::aggregates(connection, keys))
+        self.known_version_file(version)?.state_readers.with(|connection| reads::aggregates(connection, keys))
     }
 
     async fn party_referrers(
@@ -219,11 +229,11 @@ impl ProjectionWrites for SqliteStore {
         version: ModelVersion,
         party_ids: &[String],
     ) -> Result<Vec<(String, PartyReferrer)>, StoreError> {
-        self.known_version_file(version)?.readers.with(|connection| reads::party_referrers(connection, party_ids))
+        self.known_version_file(version)?.state_readers.with(|connection| reads::party_referrers(connection, party_ids))
     }
 
     async fn checkpoints(&self, version: ModelVersion, source: &str) -> Result<Vec<Checkpoint>, StoreError> {
-        self.known_version_file(version)?.readers.with(|connection| reads::checkpoints(connection, source))
+        self.known_version_file(version)?.state_readers.with(|connection| reads::checkpoints(connection, source))
     }
 
     async fn apply_batch(&self, version: ModelVersion, batch: Arc<WriteBatch>) -> Result<BatchWritten, StoreError> {

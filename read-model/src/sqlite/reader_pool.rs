@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 
-use super::connections::open_reader;
+use super::connections::{PageAccess, open_reader};
 use super::errors::from_sqlite;
 use crate::store::StoreError;
 
@@ -36,6 +36,7 @@ const MAX_IDLE_READERS: usize = 16;
 #[derive(Debug)]
 pub(super) struct ReaderPool {
     path: PathBuf,
+    access: PageAccess,
     shared: Arc<Shared>,
 }
 
@@ -81,7 +82,7 @@ impl Reader {
 }
 
 impl ReaderPool {
-    pub(super) fn new(path: PathBuf) -> ReaderPool {
+    pub(super) fn new(path: PathBuf, access: PageAccess) -> ReaderPool {
         let shared = Shared {
             idle: Mutex::new(Vec::new()),
             write_generation: AtomicU64::new(0),
@@ -89,7 +90,7 @@ impl ReaderPool {
             sweeper_running: AtomicBool::new(false),
             sweeper_sleeping: AtomicBool::new(false),
         };
-        ReaderPool { path, shared: Arc::new(shared) }
+        ReaderPool { path, access, shared: Arc::new(shared) }
     }
 
     /// Tells the readers that this process committed a write to the file:
@@ -108,7 +109,7 @@ impl ReaderPool {
         let pooled = self.shared.lock_idle().pop();
         let mut reader = match pooled {
             Some(reader) => reader,
-            None => Reader { connection: open_reader(&self.path)?, snapshot: None },
+            None => Reader { connection: open_reader(&self.path, self.access)?, snapshot: None },
         };
         let result = (|| {
             if !reader.snapshot_is_fresh(write_generation) {
@@ -235,7 +236,7 @@ mod tests {
     #[test]
     fn a_write_noted_by_this_process_is_seen_by_the_next_read() {
         let (_directory, path, writer) = file_with_one_row();
-        let pool = ReaderPool::new(path);
+        let pool = ReaderPool::new(path, PageAccess::MemoryMapped);
         assert_eq!(count(&pool), 1);
         writer.execute("INSERT INTO t VALUES (2)", []).expect("insert");
         pool.note_write();
@@ -245,7 +246,7 @@ mod tests {
     #[test]
     fn a_write_by_another_connection_is_seen_once_the_snapshot_has_aged() {
         let (_directory, path, writer) = file_with_one_row();
-        let pool = ReaderPool::new(path);
+        let pool = ReaderPool::new(path, PageAccess::MemoryMapped);
         assert_eq!(count(&pool), 1);
         // Not noted: as if another process wrote. The snapshot still serves
         // within its reuse window, and not after it.
@@ -257,7 +258,7 @@ mod tests {
     #[test]
     fn idle_snapshots_are_ended_so_the_log_can_be_checkpointed() {
         let (_directory, path, writer) = file_with_one_row();
-        let pool = ReaderPool::new(path);
+        let pool = ReaderPool::new(path, PageAccess::MemoryMapped);
         assert_eq!(count(&pool), 1);
         assert!(pool.shared.lock_idle().iter().all(|reader| reader.snapshot.is_some()));
         let deadline = Instant::now() + Duration::from_secs(5);
