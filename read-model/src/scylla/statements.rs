@@ -10,12 +10,32 @@
 
 use crate::documents::DocumentKind;
 
-/// A statement on the tables of one model version keyspace.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ModelStatement {
-    SelectDocument(DocumentKind),
-    UpsertDocument(DocumentKind),
-    DeleteDocument(DocumentKind),
+/// Declares the statements without a document kind once, so that the enum
+/// and [`ModelStatement::all`], which prepares them, cannot drift apart.
+macro_rules! model_statements {
+    ($($statement:ident),* $(,)?) => {
+        /// A statement on the tables of one model version keyspace.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum ModelStatement {
+            SelectDocument(DocumentKind),
+            UpsertDocument(DocumentKind),
+            DeleteDocument(DocumentKind),
+            $($statement,)*
+        }
+
+        impl ModelStatement {
+            /// Every statement, each document kind's included.
+            pub fn all() -> Vec<ModelStatement> {
+                let per_kind = DocumentKind::ALL.into_iter().flat_map(|kind| {
+                    [ModelStatement::SelectDocument(kind), ModelStatement::UpsertDocument(kind), ModelStatement::DeleteDocument(kind)]
+                });
+                per_kind.chain([$(ModelStatement::$statement),*]).collect()
+            }
+        }
+    };
+}
+
+model_statements!(
     SelectProvenance,
     UpsertProvenance,
     SelectIdentifiers,
@@ -40,45 +60,9 @@ pub enum ModelStatement {
     DeletePartyReference,
     SelectCheckpoints,
     UpsertCheckpoint,
-}
+);
 
 impl ModelStatement {
-    /// Every statement, each document kind's included.
-    pub fn all() -> Vec<ModelStatement> {
-        use ModelStatement::*;
-        let per_kind = DocumentKind::ALL
-            .into_iter()
-            .flat_map(|kind| [SelectDocument(kind), UpsertDocument(kind), DeleteDocument(kind)]);
-        per_kind
-            .chain([
-                SelectProvenance,
-                UpsertProvenance,
-                SelectIdentifiers,
-                InsertIdentifier,
-                DeleteIdentifier,
-                SelectBucketCounts,
-                SelectBulkRowIds,
-                SelectBulkBodies,
-                SelectBulkBodiesFrom,
-                SelectBulkRowWriteTime,
-                UpsertBulkRow,
-                DeleteBulkRow,
-                CountBucketRows,
-                WriteBucketCount,
-                SelectFixtures,
-                UpsertFixture,
-                DeleteFixture,
-                SelectAggregate,
-                UpsertAggregate,
-                SelectPartyReferrers,
-                InsertPartyReference,
-                DeletePartyReference,
-                SelectCheckpoints,
-                UpsertCheckpoint,
-            ])
-            .collect()
-    }
-
     /// Whether the statement only reads, and so may be executed speculatively.
     pub fn is_read(self) -> bool {
         self.text("k").starts_with("SELECT ")
