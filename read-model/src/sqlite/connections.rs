@@ -21,9 +21,14 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 pub(super) fn open_writer(path: &Path) -> Result<Connection, StoreError> {
     let connection = Connection::open(path).map_err(from_sqlite)?;
     configure(&connection, -32_768)?;
-    // Checkpoint the WAL every 16384 pages (128 MiB) rather than every 1000:
-    // a page rewritten by many batches is then copied to the database once.
-    connection.execute_batch("PRAGMA wal_autocheckpoint = 16384;").map_err(from_sqlite)?;
+    Ok(connection)
+}
+
+/// Opens the writer of a model file: its commits never checkpoint the log,
+/// a [`super::checkpointer::Checkpointer`] does.
+pub(super) fn open_model_writer(path: &Path) -> Result<Connection, StoreError> {
+    let connection = open_writer(path)?;
+    connection.execute_batch("PRAGMA wal_autocheckpoint = 0;").map_err(from_sqlite)?;
     Ok(connection)
 }
 

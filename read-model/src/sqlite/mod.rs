@@ -10,6 +10,7 @@
 //! microseconds. The batch write runs on Tokio's blocking pool, since a large
 //! batch takes long enough to stall an async worker.
 
+mod checkpointer;
 mod connections;
 mod errors;
 mod reader_pool;
@@ -25,7 +26,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension};
 
-use self::connections::{PageAccess, open_writer};
+use self::checkpointer::Checkpointer;
+use self::connections::{PageAccess, open_model_writer, open_writer};
 use self::errors::from_sqlite;
 use self::reader_pool::ReaderPool;
 use crate::active_version_cache::ActiveVersionCache;
@@ -64,11 +66,13 @@ struct VersionFile {
 }
 
 /// The writer connection, numbered so that a [`crate::CommitMark`] names
-/// the connection it was taken on (another connection's data version means nothing).
+/// the connection it was taken on (another connection's data version means
+/// nothing), with the thread that checkpoints what it commits.
 #[derive(Debug)]
 struct Writer {
     connection: Connection,
     id: u64,
+    checkpointer: Checkpointer,
 }
 
 /// Numbers the writer connections of this process.
@@ -78,11 +82,13 @@ impl VersionFile {
     fn with_writer<T>(&self, write: impl FnOnce(&mut Writer) -> Result<T, StoreError>) -> Result<T, StoreError> {
         let mut slot = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
         if slot.is_none() {
-            let connection = open_writer(&self.path)?;
-            *slot = Some(Writer { connection, id: NEXT_WRITER_ID.fetch_add(1, Ordering::Relaxed) });
+            let connection = open_model_writer(&self.path)?;
+            let checkpointer = Checkpointer::start(open_writer(&self.path)?, checkpointer::TRUNCATE_AFTER_FRAMES)?;
+            *slot = Some(Writer { connection, id: NEXT_WRITER_ID.fetch_add(1, Ordering::Relaxed), checkpointer });
         }
         let writer = slot.as_mut().ok_or_else(|| StoreError::Unavailable("writer connection lost".into()))?;
         let result = write(writer);
+        writer.checkpointer.wake();
         if matches!(result, Err(StoreError::Unavailable(_))) {
             // Reopen on next use: the failure may have left the connection unusable.
             *slot = None;
