@@ -20,11 +20,13 @@
 //! This module must not write documents or state: it only moves pages from
 //! the log into the database file.
 
+use std::path::Path;
 use std::sync::mpsc::{Receiver, SyncSender};
 use std::thread::JoinHandle;
 
 use rusqlite::Connection;
 
+use super::connections::open_writer;
 use super::errors::from_sqlite;
 use crate::store::StoreError;
 
@@ -39,9 +41,10 @@ pub(super) struct Checkpointer {
 }
 
 impl Checkpointer {
-    /// Starts checkpointing through `connection`, a connection of its own to
-    /// the file, emptying the log once it holds more than `truncate_after_frames` pages.
-    pub(super) fn start(connection: Connection, truncate_after_frames: i64) -> Result<Checkpointer, StoreError> {
+    /// Starts checkpointing the file at `path` through a connection of its
+    /// own, emptying the log once it holds more than `truncate_after_frames` pages.
+    pub(super) fn start(path: &Path, truncate_after_frames: i64) -> Result<Checkpointer, StoreError> {
+        let connection = open_writer(path)?;
         // Open the log now, so the thread never creates files after the model is dropped.
         connection.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(())).map_err(from_sqlite)?;
         // One pending wake-up is enough: a checkpoint moves every page logged before it starts.
@@ -89,89 +92,104 @@ fn checkpoint(connection: &Connection, mode: &str) -> rusqlite::Result<i64> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use crate::sqlite::connections::{open_model_writer, open_writer};
+    use std::path::PathBuf;
 
-    fn log_frames(connection: &Connection) -> (i64, i64) {
-        connection
-            .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |row| Ok((row.get(1)?, row.get(2)?)))
-            .expect("checkpoint")
+    use super::*;
+    use crate::sqlite::connections::open_model_writer;
+
+    /// A fresh model file with one table, and its writer.
+    struct Model {
+        directory: tempfile::TempDir,
+        path: PathBuf,
+        writer: Connection,
+    }
+
+    impl Model {
+        fn new() -> Model {
+            let directory = tempfile::tempdir().expect("temporary directory");
+            let path = directory.path().join("model.sqlite");
+            let writer = open_model_writer(&path).expect("writer");
+            writer.execute_batch("CREATE TABLE t (v BLOB);").expect("table");
+            Model { directory, path, writer }
+        }
+
+        fn checkpointer(&self, truncate_after_frames: i64) -> Checkpointer {
+            Checkpointer::start(&self.path, truncate_after_frames).expect("start")
+        }
+
+        fn database_size(&self) -> u64 {
+            std::fs::metadata(&self.path).expect("database file").len()
+        }
+
+        fn log_size(&self) -> u64 {
+            std::fs::metadata(self.directory.path().join("model.sqlite-wal")).expect("log").len()
+        }
+
+        /// Pages in the log, and how many of them are in the database.
+        fn log_frames(&self) -> (i64, i64) {
+            self.writer
+                .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |row| Ok((row.get(1)?, row.get(2)?)))
+                .expect("checkpoint")
+        }
     }
 
     #[test]
     fn commits_are_moved_into_the_database_by_the_checkpoint_thread() {
-        let directory = tempfile::tempdir().expect("temporary directory");
-        let path = directory.path().join("model.sqlite");
-        let writer = open_model_writer(&path).expect("writer");
-        writer.execute_batch("CREATE TABLE t (v BLOB);").expect("table");
-        let checkpointer =
-            Checkpointer::start(open_writer(&path).expect("checkpoint connection"), TRUNCATE_AFTER_FRAMES)
-                .expect("start");
+        let model = Model::new();
+        let checkpointer = model.checkpointer(TRUNCATE_AFTER_FRAMES);
         for _ in 0..50 {
-            writer.execute("INSERT INTO t (v) VALUES (zeroblob(20000))", []).expect("insert");
+            model.writer.execute("INSERT INTO t (v) VALUES (zeroblob(20000))", []).expect("insert");
         }
-        let database_before = std::fs::metadata(&path).expect("database file").len();
+        let database_before = model.database_size();
         checkpointer.wake();
         drop(checkpointer);
-        let database_after = std::fs::metadata(&path).expect("database file").len();
+        let database_after = model.database_size();
         assert!(database_after > database_before + 50 * 20_000, "{database_before} -> {database_after}");
-        let (logged, moved) = log_frames(&writer);
+        let (logged, moved) = model.log_frames();
         assert_eq!(logged, moved, "every logged page is in the database");
     }
 
     #[test]
     fn the_writer_does_not_checkpoint_on_commit() {
-        let directory = tempfile::tempdir().expect("temporary directory");
-        let path = directory.path().join("model.sqlite");
-        let writer = open_model_writer(&path).expect("writer");
-        writer.execute_batch("CREATE TABLE t (v BLOB);").expect("table");
-        let database_before = std::fs::metadata(&path).expect("database file").len();
+        let model = Model::new();
+        let database_before = model.database_size();
         for _ in 0..2_000 {
-            writer.execute("INSERT INTO t (v) VALUES (zeroblob(8000))", []).expect("insert");
+            model.writer.execute("INSERT INTO t (v) VALUES (zeroblob(8000))", []).expect("insert");
         }
-        assert_eq!(std::fs::metadata(&path).expect("database file").len(), database_before, "pages stay in the log");
+        assert_eq!(model.database_size(), database_before, "pages stay in the log");
     }
 
     #[test]
     fn a_long_log_is_emptied() {
-        let directory = tempfile::tempdir().expect("temporary directory");
-        let path = directory.path().join("model.sqlite");
-        let writer = open_model_writer(&path).expect("writer");
-        writer.execute_batch("CREATE TABLE t (v BLOB);").expect("table");
+        let model = Model::new();
         let limit = 500;
-        let checkpointer =
-            Checkpointer::start(open_writer(&path).expect("checkpoint connection"), limit).expect("start");
-        let log = directory.path().join("model.sqlite-wal");
+        let checkpointer = model.checkpointer(limit);
         // Past the limit: one row per page.
-        writer
+        model
+            .writer
             .execute_batch(&format!(
                 "WITH RECURSIVE n (i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {}) \
                  INSERT INTO t (v) SELECT zeroblob(7000) FROM n;",
                 limit + 100
             ))
             .expect("insert");
-        assert!(std::fs::metadata(&log).expect("log").len() > (limit as u64) * 8192, "the log has grown");
+        assert!(model.log_size() > (limit as u64) * 8192, "the log has grown");
         checkpointer.wake();
         drop(checkpointer);
-        assert_eq!(std::fs::metadata(&log).expect("log").len(), 0, "the log was emptied");
+        assert_eq!(model.log_size(), 0, "the log was emptied");
         assert_eq!(
-            writer.query_row("SELECT count(*) FROM t", [], |row| row.get::<_, i64>(0)).expect("count"),
+            model.writer.query_row("SELECT count(*) FROM t", [], |row| row.get::<_, i64>(0)).expect("count"),
             limit + 100
         );
     }
 
     #[test]
     fn a_short_log_is_kept_for_the_writer_to_reuse() {
-        let directory = tempfile::tempdir().expect("temporary directory");
-        let path = directory.path().join("model.sqlite");
-        let writer = open_model_writer(&path).expect("writer");
-        writer.execute_batch("CREATE TABLE t (v BLOB);").expect("table");
-        let checkpointer =
-            Checkpointer::start(open_writer(&path).expect("checkpoint connection"), TRUNCATE_AFTER_FRAMES)
-                .expect("start");
-        writer.execute("INSERT INTO t (v) VALUES (zeroblob(70000))", []).expect("insert");
+        let model = Model::new();
+        let checkpointer = model.checkpointer(TRUNCATE_AFTER_FRAMES);
+        model.writer.execute("INSERT INTO t (v) VALUES (zeroblob(70000))", []).expect("insert");
         checkpointer.wake();
         drop(checkpointer);
-        assert!(std::fs::metadata(directory.path().join("model.sqlite-wal")).expect("log").len() > 0);
+        assert!(model.log_size() > 0);
     }
 }
