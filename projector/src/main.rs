@@ -189,13 +189,7 @@ struct GenerateArguments {
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    telemetry::logging::init();
     let cli = Cli::parse();
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("failed to start the runtime")?;

@@ -11,9 +11,6 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use axum::Router;
-use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::IntoResponse;
-use axum::routing::get;
 use prometheus::{
     Encoder, GaugeVec, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
     TextEncoder,
@@ -205,35 +202,14 @@ pub async fn readiness(state: &AdminState) -> Result<(), String> {
     Ok(())
 }
 
-/// The admin listener's router.
+/// The admin listener's router (`/metrics`, `/healthz`, `/readyz`).
 pub fn admin_router(state: AdminState) -> Router {
     let metrics_state = state.clone();
-    Router::new()
-        .route(
-            "/metrics",
-            get(move || {
-                let state = metrics_state.clone();
-                async move {
-                    let mut response = state.metrics.render(state.kafka.as_deref()).into_response();
-                    response.headers_mut().insert(
-                        header::CONTENT_TYPE,
-                        HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
-                    );
-                    response
-                }
-            }),
-        )
-        .route("/healthz", get(|| async { "ok\n" }))
-        .route(
-            "/readyz",
-            get(move || {
-                let state = state.clone();
-                async move {
-                    match readiness(&state).await {
-                        Ok(()) => (StatusCode::OK, "ready\n".to_owned()),
-                        Err(reason) => (StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {reason}\n")),
-                    }
-                }
-            }),
-        )
+    telemetry::admin::router(
+        move || metrics_state.metrics.render(metrics_state.kafka.as_deref()),
+        move || {
+            let state = state.clone();
+            async move { readiness(&state).await }
+        },
+    )
 }

@@ -65,13 +65,7 @@ struct ServeArguments {
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    telemetry::logging::init();
     match Cli::parse().command {
         Command::Keys { command, data_dir } => keys(command, &data_dir),
         Command::Serve(arguments) => {

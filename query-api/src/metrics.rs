@@ -10,10 +10,9 @@ use std::time::Instant;
 use async_trait::async_trait;
 use axum::Router;
 use axum::extract::{MatchedPath, Request, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::StatusCode;
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::response::Response;
 use prometheus::{
     Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGaugeVec, Opts, Registry,
     TextEncoder,
@@ -99,36 +98,15 @@ pub async fn track(State(metrics): State<Arc<Metrics>>, request: Request, next: 
     response
 }
 
-/// The admin listener's router: `/metrics`, `/healthz`, `/readyz`.
+/// The admin listener's router: `/metrics`, `/healthz`, `/readyz` (the store answers).
 pub fn admin_router(metrics: Arc<Metrics>, store: Arc<dyn DocumentReads>) -> Router {
-    Router::new()
-        .route(
-            "/metrics",
-            get(move || {
-                let metrics = Arc::clone(&metrics);
-                async move {
-                    let mut response = metrics.render().into_response();
-                    response.headers_mut().insert(
-                        header::CONTENT_TYPE,
-                        HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
-                    );
-                    response
-                }
-            }),
-        )
-        .route("/healthz", get(|| async { "ok\n" }))
-        .route(
-            "/readyz",
-            get(move || {
-                let store = Arc::clone(&store);
-                async move {
-                    match store.ping().await {
-                        Ok(()) => (StatusCode::OK, "ready\n".to_owned()),
-                        Err(error) => (StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {error}\n")),
-                    }
-                }
-            }),
-        )
+    telemetry::admin::router(
+        move || metrics.render(),
+        move || {
+            let store = Arc::clone(&store);
+            async move { store.ping().await.map_err(|error| error.to_string()) }
+        },
+    )
 }
 
 /// A store decorator that times every read into `lcc_store_read_duration_seconds`.
