@@ -78,7 +78,7 @@ impl Granted {
     }
 
     /// The handler's answer with the rate-limit headers added.
-    pub fn respond(&self, result: Result<Response, ApiError>) -> Response {
+    fn respond(&self, result: Result<Response, ApiError>) -> Response {
         with_rate_headers(result.unwrap_or_else(IntoResponse::into_response), &self.rate)
     }
 }
@@ -99,7 +99,7 @@ impl App {
     /// `record` is the record id the request names, if any: a sandbox key
     /// naming a production id is refused here, before any store read.
     #[allow(clippy::result_large_err)]
-    pub fn authorize(&self, headers: &HeaderMap, scope: Scope, record: Option<&str>) -> Result<Granted, Response> {
+    fn authorize(&self, headers: &HeaderMap, scope: Scope, record: Option<&str>) -> Result<Granted, Response> {
         let principal = self.authenticate(headers).map_err(IntoResponse::into_response)?;
         let rate = self.rate_limits.check(&principal.key_id, principal.rate_limit);
         let refuse = |error: ApiError| with_rate_headers(error.into_response(), &rate);
@@ -113,6 +113,22 @@ impl App {
             return Err(refuse(ApiError::SandboxKeyOnProductionRecord));
         }
         Ok(Granted { principal, rate })
+    }
+
+    /// Answers a keyed request: runs `answer` once [`App::authorize`] lets
+    /// the caller through and adds the rate-limit headers to what it returns,
+    /// error or not; a refused caller gets the refusal and `answer` never runs.
+    pub async fn answer_authorized(
+        &self,
+        headers: &HeaderMap,
+        scope: Scope,
+        record: Option<&str>,
+        answer: impl AsyncFnOnce(&Granted) -> Result<Response, ApiError>,
+    ) -> Response {
+        match self.authorize(headers, scope, record) {
+            Ok(granted) => granted.respond(answer(&granted).await),
+            Err(refused) => refused,
+        }
     }
 
     fn authenticate(&self, headers: &HeaderMap) -> Result<Principal, ApiError> {

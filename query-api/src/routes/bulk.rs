@@ -75,11 +75,7 @@ pub async fn bulk_works(
     QueryParameters(query): QueryParameters<BulkQuery>,
     headers: HeaderMap,
 ) -> Response {
-    let granted = match app.authorize(&headers, Scope::BulkRead, None) {
-        Ok(granted) => granted,
-        Err(refused) => return refused,
-    };
-    let result = async {
+    app.answer_authorized(&headers, Scope::BulkRead, None, async |granted| {
         let page = parameter(query.page.as_deref(), "page", 1, MAX_PAGE)?;
         let limit = parameter(query.limit.as_deref(), "limit", DEFAULT_LIMIT, app.settings.bulk_max_limit)?;
         let offset = u64::from(page - 1) * u64::from(limit);
@@ -95,6 +91,6 @@ pub async fn bulk_works(
             StatusCode::OK,
             &BulkPage { page, limit, total: rows.total, items: stored_json_list(rows.rows)?, links },
         )
-    };
-    granted.respond(result.await)
+    })
+    .await
 }

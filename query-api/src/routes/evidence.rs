@@ -96,11 +96,7 @@ pub async fn evidence(
     PathParameters(WorkPath { lcc_id }): PathParameters<WorkPath>,
     headers: HeaderMap,
 ) -> Response {
-    let granted = match app.authorize(&headers, Scope::EvidenceRead, Some(&lcc_id)) {
-        Ok(granted) => granted,
-        Err(refused) => return refused,
-    };
-    let result = async {
+    app.answer_authorized(&headers, Scope::EvidenceRead, Some(&lcc_id), async |_| {
         let body = work_document(&app, DocumentKind::Evidence, &lcc_id).await?;
         let inputs: EvidenceInputs = decode(&body)?;
         let now = Timestamp::now();
@@ -119,8 +115,8 @@ pub async fn evidence(
             generated_at: now,
         };
         json_of(StatusCode::OK, &package)
-    };
-    granted.respond(result.await)
+    })
+    .await
 }
 
 #[cfg(test)]

@@ -33,13 +33,9 @@ pub async fn license_status(
     PathParameters(LicensePath { id }): PathParameters<LicensePath>,
     headers: HeaderMap,
 ) -> Response {
-    let granted = match app.authorize(&headers, Scope::LicensesRead, Some(&id)) {
-        Ok(granted) => granted,
-        Err(refused) => return refused,
-    };
-    let result = async {
+    app.answer_authorized(&headers, Scope::LicensesRead, Some(&id), async |_| {
         let body = app.store.document(DocumentKind::LicenseStatus, &id).await?;
         body.map(|body| json(StatusCode::OK, body)).ok_or_else(|| ApiError::NotFound(format!("no license {id}")))
-    };
-    granted.respond(result.await)
+    })
+    .await
 }

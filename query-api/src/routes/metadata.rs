@@ -88,11 +88,7 @@ pub async fn metadata(
     PathParameters(WorkPath { lcc_id }): PathParameters<WorkPath>,
     headers: HeaderMap,
 ) -> Response {
-    let granted = match app.authorize(&headers, Scope::MetadataRead, Some(&lcc_id)) {
-        Ok(granted) => granted,
-        Err(refused) => return refused,
-    };
-    let result = async {
+    app.answer_authorized(&headers, Scope::MetadataRead, Some(&lcc_id), async |_| {
         let body = work_document(&app, DocumentKind::Metadata, &lcc_id).await?;
         if !wants_xml(&headers) {
             return Ok(json(StatusCode::OK, body));
@@ -101,8 +97,8 @@ pub async fn metadata(
         let mut response = (StatusCode::OK, oai_dc_xml(&record)).into_response();
         response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/xml; charset=utf-8"));
         Ok(response)
-    };
-    granted.respond(result.await)
+    })
+    .await
 }
 
 /// `GET /rights/{lccId}/provenance`: every applied change, oldest first.
@@ -125,16 +121,12 @@ pub async fn provenance(
     PathParameters(WorkPath { lcc_id }): PathParameters<WorkPath>,
     headers: HeaderMap,
 ) -> Response {
-    let granted = match app.authorize(&headers, Scope::MetadataRead, Some(&lcc_id)) {
-        Ok(granted) => granted,
-        Err(refused) => return refused,
-    };
-    let result = async {
+    app.answer_authorized(&headers, Scope::MetadataRead, Some(&lcc_id), async |_| {
         work_document(&app, DocumentKind::RightsProfile, &lcc_id).await?;
         let entries = stored_json_list(app.store.provenance(&lcc_id).await?)?;
-        json_of(StatusCode::OK, &Provenance { lcc_id, entries })
-    };
-    granted.respond(result.await)
+        json_of(StatusCode::OK, &Provenance { lcc_id: lcc_id.clone(), entries })
+    })
+    .await
 }
 
 #[cfg(test)]

@@ -53,12 +53,10 @@ pub async fn rights_by_id(
     PathParameters(WorkPath { lcc_id }): PathParameters<WorkPath>,
     headers: HeaderMap,
 ) -> Response {
-    let granted = match app.authorize(&headers, Scope::RightsRead, Some(&lcc_id)) {
-        Ok(granted) => granted,
-        Err(refused) => return refused,
-    };
-    let result = async { Ok(json(StatusCode::OK, work_document(&app, DocumentKind::RightsProfile, &lcc_id).await?)) };
-    granted.respond(result.await)
+    app.answer_authorized(&headers, Scope::RightsRead, Some(&lcc_id), async |_| {
+        Ok(json(StatusCode::OK, work_document(&app, DocumentKind::RightsProfile, &lcc_id).await?))
+    })
+    .await
 }
 
 /// `GET /rights?iswc=` or `?isrc=`: every profile of the caller's audience under that code.
@@ -82,11 +80,7 @@ pub async fn rights_by_identifier(
     QueryParameters(query): QueryParameters<IdentifierQuery>,
     headers: HeaderMap,
 ) -> Response {
-    let granted = match app.authorize(&headers, Scope::RightsRead, None) {
-        Ok(granted) => granted,
-        Err(refused) => return refused,
-    };
-    let result = async {
+    app.answer_authorized(&headers, Scope::RightsRead, None, async |granted| {
         let (kind, code, shown) = match (&query.iswc, &query.isrc) {
             (Some(iswc), None) => {
                 let code =
@@ -121,6 +115,6 @@ pub async fn rights_by_identifier(
         };
         let lookup = IdentifierLookup { iswc, isrc, count: profiles.len(), results: stored_json_list(profiles)? };
         json_of(StatusCode::OK, &lookup)
-    };
-    granted.respond(result.await)
+    })
+    .await
 }

@@ -124,11 +124,7 @@ pub async fn verify(
     QueryParameters(query): QueryParameters<VerifyQuery>,
     headers: HeaderMap,
 ) -> Response {
-    let granted = match app.authorize(&headers, Scope::RightsVerify, Some(&lcc_id)) {
-        Ok(granted) => granted,
-        Err(refused) => return refused,
-    };
-    let result = async {
+    app.answer_authorized(&headers, Scope::RightsVerify, Some(&lcc_id), async |_| {
         let file_sha256 = query
             .sha256
             .map(|hash| {
@@ -146,12 +142,12 @@ pub async fn verify(
         let checks = checks(&inputs, today, file_sha256.as_deref());
         let result = VerificationResult {
             verified: checks.iter().all(|check| check.passed),
-            lcc_id,
+            lcc_id: lcc_id.clone(),
             checked_on: today,
             checks,
             certificate: inputs.certificate,
         };
         json_of(StatusCode::OK, &result)
-    };
-    granted.respond(result.await)
+    })
+    .await
 }
