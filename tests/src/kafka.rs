@@ -18,35 +18,74 @@ pub struct Broker {
     child: Option<Child>,
     pub port: u16,
     storage: PathBuf,
+    engine: &'static str,
 }
 
+/// Topics in memory: fast, and gone when the broker stops.
+const MEMORY_ENGINE: &str = "memory://tansu/";
+/// Topics in a SQLite file under the broker's storage directory, kept across
+/// a restart; needs tansu built with the `libsql` feature (`.ci/run`).
+const SQLITE_ENGINE: &str = "sqlite://tansu.db";
+
 impl Broker {
-    /// Starts a broker on a free port with its data under `storage`, or
+    /// Starts a broker on a free port that keeps its topics in memory, or
     /// `None` when tansu is not installed (outside CI).
     pub fn start(storage: &Path) -> Option<Broker> {
         if !external_tool_available("tansu") {
             return None;
         }
-        let mut broker = Broker { child: None, port: free_port(), storage: storage.to_path_buf() };
-        broker.launch();
+        let mut broker =
+            Broker { child: None, port: free_port(), storage: storage.to_path_buf(), engine: MEMORY_ENGINE };
+        broker.launch().expect("tansu starts");
         Some(broker)
     }
 
-    fn launch(&mut self) {
+    /// Starts a broker that keeps its topics in a file under `storage`, so a
+    /// restart finds them again; `None` when tansu is not installed or was
+    /// built without its SQLite engine (outside CI; under CI that fails).
+    pub fn start_persistent(storage: &Path) -> Option<Broker> {
+        if !external_tool_available("tansu") {
+            return None;
+        }
+        let mut broker =
+            Broker { child: None, port: free_port(), storage: storage.to_path_buf(), engine: SQLITE_ENGINE };
+        match broker.launch() {
+            Ok(()) => Some(broker),
+            Err(reason) if std::env::var_os("CI").is_none() => {
+                eprintln!("SKIPPED: {reason}; .ci/run installs a tansu with its SQLite engine and CI requires it");
+                None
+            }
+            Err(reason) => panic!("{reason}"),
+        }
+    }
+
+    fn launch(&mut self) -> Result<(), String> {
         std::fs::create_dir_all(&self.storage).expect("broker storage");
         let listener = format!("tcp://127.0.0.1:{}", self.port);
-        let child = Command::new("tansu")
+        let mut child = Command::new("tansu")
             .arg("broker")
             .args(["--listener-url", &listener, "--advertised-listener-url", &listener])
-            .args(["--storage-engine", "memory://tansu/"])
+            .args(["--storage-engine", self.engine])
             .env("RUST_LOG", "warn")
             .current_dir(&self.storage)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .expect("tansu starts");
+            .map_err(|error| format!("tansu does not start: {error}"))?;
+        let started = Instant::now();
+        while TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            if let Ok(Some(status)) = child.try_wait() {
+                return Err(format!("tansu with storage {} exited at start ({status})", self.engine));
+            }
+            if started.elapsed() > Duration::from_secs(30) {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("tansu does not listen on port {} after 30 s", self.port));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
         self.child = Some(child);
-        wait_for_port(self.port, Duration::from_secs(30));
+        Ok(())
     }
 
     pub fn bootstrap(&self) -> String {
@@ -66,10 +105,10 @@ impl Broker {
         }
     }
 
-    /// Starts it again on the same port.
+    /// Starts it again on the same port and storage.
     pub fn restart(&mut self) {
         self.kill();
-        self.launch();
+        self.launch().expect("tansu starts again");
     }
 }
 

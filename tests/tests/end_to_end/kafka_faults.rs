@@ -3,13 +3,15 @@
 //! lost or applied twice; SIGTERM finishes the batch, leaves the group and
 //! exits 0; a broker that is not there at start gives readiness false and
 //! retries, not a crash, and projection resumes when it appears; a broker
-//! that goes away mid-run turns readiness false without an exit.
+//! that goes away mid-run turns readiness false without an exit; a broker
+//! killed mid-stream and restarted with its topics loses no event.
 
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use end_to_end_tests::kafka::{
-    Broker, create_topics, kafka_projector_command, kafka_projector_command_with_admin, list_dead_letters,
+    Broker, KillOnDrop, create_topics, kafka_projector_command, kafka_projector_command_with_admin, list_dead_letters,
     produce_single_object, project_until_caught_up, wait_for_port, wait_until_caught_up,
 };
 use end_to_end_tests::{assert_same_documents, dump_documents, free_port, http, project, sigkill_after, summary_of};
@@ -121,4 +123,86 @@ fn an_absent_broker_gives_readiness_false_and_projection_resumes_when_it_comes()
     assert!(metrics.contains("lcc_projector_source_up 0"), "{metrics}");
     child.kill().expect("stop");
     child.wait().expect("reaped");
+}
+
+#[test]
+fn a_broker_killed_mid_stream_and_restarted_with_its_topics_loses_no_event() {
+    let directory = tempfile::tempdir().expect("tempdir");
+    let events = directory.path().join("events");
+    let manifest =
+        generate(&GenerateOptions { works: 3_000, seed: 31, events_per_segment: 2_000, sandbox: false }, &events)
+            .expect("generate");
+    let clean = directory.path().join("file-projection");
+    let clean_run = project(&events, &clean, 500);
+    // The stream is produced in two halves, the second after the restart, so
+    // the projector must fetch from the restarted broker (not from what its
+    // client fetched before) and park poison events through it.
+    let (first_half, second_half) = split_segments(&events, &directory.path().join("halves"));
+    let Some(mut broker) = Broker::start_persistent(&directory.path().join("broker")) else { return };
+    create_topics(&broker, "", 3, &["dead-letters"]);
+    let published = directory.path().join("published-schemas");
+    produce_single_object(&broker, &first_half, &published, true);
+
+    let data = directory.path().join("data");
+    let admin_port = free_port();
+    let admin = format!("127.0.0.1:{admin_port}");
+    let mut projector = kafka_projector_command_with_admin(&broker, &data, "projector", "", &admin);
+    projector.arg("--writer-schema-dir").arg(&published).stderr(Stdio::null());
+    let _projector = KillOnDrop(projector.spawn().expect("starts"));
+    wait_for_port(admin_port, Duration::from_secs(30));
+    let started = Instant::now();
+    while events_committed(&admin, "applied") == 0 {
+        assert!(started.elapsed() < Duration::from_secs(60), "the projector committed nothing");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    broker.kill();
+    let parked_before_restart = events_committed(&admin, "parked");
+    std::thread::sleep(Duration::from_secs(2));
+    broker.restart();
+    produce_single_object(&broker, &second_half, &published, true);
+    // Lag is known from fetch statistics, which may still predate the second
+    // half; every event is applied exactly once, so the applied count is exact.
+    let started = Instant::now();
+    while events_committed(&admin, "applied") < clean_run.applied {
+        assert!(started.elapsed() < Duration::from_secs(120), "the projector did not apply the whole stream");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    wait_until_caught_up(&admin, 18);
+    assert_eq!(events_committed(&admin, "applied"), clean_run.applied, "no event is applied twice");
+    assert_same_documents(&dump_documents(&clean), &dump_documents(&data));
+    assert!(
+        events_committed(&admin, "parked") > parked_before_restart,
+        "poison events were parked through the restarted broker"
+    );
+    let parked = list_dead_letters(&broker, "operator", "");
+    assert_eq!(parked.len(), manifest.malformed_events, "every poison event is parked, before and after the restart");
+}
+
+/// Copies the first half of the generated segments into `halves/first` and
+/// the rest into `halves/second`. Files are named `<segment>-<topic>.avro`, so
+/// each half keeps the order of every topic.
+fn split_segments(events: &Path, halves: &Path) -> (PathBuf, PathBuf) {
+    let segment_of = |file: &Path| -> String {
+        let name = file.file_name().and_then(|name| name.to_str()).expect("a UTF-8 file name");
+        name.split('-').next().expect("a segment number").to_owned()
+    };
+    let files: Vec<PathBuf> =
+        std::fs::read_dir(events).expect("events").map(|entry| entry.expect("entry").path()).collect();
+    let segments: std::collections::BTreeSet<String> = files.iter().map(|file| segment_of(file)).collect();
+    let first_of_second_half = segments.iter().nth(segments.len() / 2).expect("two segments or more").clone();
+    let (first, second) = (halves.join("first"), halves.join("second"));
+    for file in &files {
+        let half = if segment_of(file) < first_of_second_half { &first } else { &second };
+        std::fs::create_dir_all(half).expect("half directory");
+        std::fs::copy(file, half.join(file.file_name().expect("file name"))).expect("copy");
+    }
+    (first, second)
+}
+
+/// Events the projector at `admin` has committed with `outcome`.
+fn events_committed(admin: &str, outcome: &str) -> u64 {
+    let (_, _, metrics) = http(admin, "GET", "/metrics", &[], "");
+    let series = format!("lcc_projector_events_total{{outcome=\"{outcome}\"}} ");
+    metrics.lines().find_map(|line| line.strip_prefix(&series)?.parse().ok()).unwrap_or(0)
 }
