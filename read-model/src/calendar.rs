@@ -149,8 +149,60 @@ impl Timestamp {
     }
 }
 
+/// The ISO 8601 text of a date or instant, written digit by digit.
+///
+/// Documents carry several dates each; printing them through `core::fmt`
+/// (padding, one call per number) took over a quarter of the projector's
+/// critical thread. Only years 0 to 9999 have this four-digit form; the
+/// others print through `core::fmt`, as before.
+struct IsoText {
+    bytes: [u8; 24],
+    len: usize,
+}
+
+impl IsoText {
+    fn of_date(date: Date) -> Option<IsoText> {
+        let (year, month, day) = date.ymd();
+        let year = u32::try_from(year).ok().filter(|year| *year <= 9999)?;
+        let mut text = IsoText { bytes: *b"0000-00-00T00:00:00.000Z", len: 10 };
+        put_digits(&mut text.bytes[0..4], year);
+        put_digits(&mut text.bytes[5..7], month);
+        put_digits(&mut text.bytes[8..10], day);
+        Some(text)
+    }
+
+    fn of_timestamp(instant: Timestamp) -> Option<IsoText> {
+        let mut text = IsoText::of_date(Date::of(instant))?;
+        // In 0..86,400,000, so every part below fits a u32.
+        let millis_of_day = instant.0.rem_euclid(MILLIS_PER_DAY) as u32;
+        let seconds = millis_of_day / 1000;
+        put_digits(&mut text.bytes[11..13], seconds / 3600);
+        put_digits(&mut text.bytes[14..16], seconds / 60 % 60);
+        put_digits(&mut text.bytes[17..19], seconds % 60);
+        put_digits(&mut text.bytes[20..23], millis_of_day % 1000);
+        text.len = 24;
+        Some(text)
+    }
+
+    fn as_str(&self) -> &str {
+        // Only ASCII digits and separators are ever written.
+        std::str::from_utf8(&self.bytes[..self.len]).unwrap_or_default()
+    }
+}
+
+/// Writes `value` into `slots` as decimal digits, zero-padded on the left.
+fn put_digits(slots: &mut [u8], mut value: u32) {
+    for slot in slots.iter_mut().rev() {
+        *slot = b'0' + (value % 10) as u8;
+        value /= 10;
+    }
+}
+
 impl fmt::Display for Date {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(text) = IsoText::of_date(*self) {
+            return formatter.write_str(text.as_str());
+        }
         let (year, month, day) = self.ymd();
         write!(formatter, "{year:04}-{month:02}-{day:02}")
     }
@@ -158,6 +210,9 @@ impl fmt::Display for Date {
 
 impl fmt::Display for Timestamp {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(text) = IsoText::of_timestamp(*self) {
+            return formatter.write_str(text.as_str());
+        }
         let millis_of_day = self.0.rem_euclid(MILLIS_PER_DAY);
         let seconds = millis_of_day / 1000;
         write!(
@@ -173,10 +228,13 @@ impl fmt::Display for Timestamp {
 }
 
 macro_rules! serde_as_iso_text {
-    ($type:ty, $expected:literal) => {
+    ($type:ty, $iso_text:path, $expected:literal) => {
         impl Serialize for $type {
             fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                serializer.collect_str(self)
+                match $iso_text(*self) {
+                    Some(text) => serializer.serialize_str(text.as_str()),
+                    None => serializer.collect_str(self),
+                }
             }
         }
 
@@ -189,8 +247,8 @@ macro_rules! serde_as_iso_text {
     };
 }
 
-serde_as_iso_text!(Date, "a date as YYYY-MM-DD");
-serde_as_iso_text!(Timestamp, "a UTC timestamp as YYYY-MM-DDTHH:MM:SS.mmmZ");
+serde_as_iso_text!(Date, IsoText::of_date, "a date as YYYY-MM-DD");
+serde_as_iso_text!(Timestamp, IsoText::of_timestamp, "a UTC timestamp as YYYY-MM-DDTHH:MM:SS.mmmZ");
 
 /// Both types travel as ISO 8601 text, so their schemas are strings with a format.
 #[cfg(feature = "openapi")]
@@ -247,6 +305,51 @@ mod tests {
         for day in -800_000..800_000 {
             let date = Date(day);
             assert_eq!(Date::parse(&date.to_string()), Some(date), "day {day}");
+        }
+    }
+
+    /// The text `core::fmt` gives, which the digit-by-digit form must equal.
+    fn formatted_date(date: Date) -> String {
+        let (year, month, day) = date.ymd();
+        format!("{year:04}-{month:02}-{day:02}")
+    }
+
+    #[test]
+    fn dates_print_as_core_fmt_prints_them_in_every_year() {
+        // Years -220 to 4160, then the edges of the four-digit form.
+        let days = (-800_000..800_000).chain([-719_529, -719_528, 2_932_896, 2_932_897, i32::MIN, i32::MAX]);
+        for day in days {
+            let date = Date(day);
+            let expected = formatted_date(date);
+            assert_eq!(date.to_string(), expected, "day {day}");
+            assert_eq!(serde_json::to_string(&date).expect("serializes"), format!("\"{expected}\""), "day {day}");
+        }
+    }
+
+    #[test]
+    fn timestamps_print_as_core_fmt_prints_them() {
+        let instants = (-3_000_i64..3_000).map(|step| step * 7_919_993_311).chain([
+            0,
+            -1,
+            1,
+            MILLIS_PER_DAY - 1,
+            -62_167_219_200_000,
+            -62_167_219_200_001,
+            253_402_300_799_999,
+        ]);
+        for millis in instants {
+            let instant = Timestamp(millis);
+            let of_day = millis.rem_euclid(MILLIS_PER_DAY);
+            let expected = format!(
+                "{}T{:02}:{:02}:{:02}.{:03}Z",
+                formatted_date(Date::of(instant)),
+                of_day / 3_600_000,
+                of_day / 60_000 % 60,
+                of_day / 1000 % 60,
+                of_day % 1000
+            );
+            assert_eq!(instant.to_string(), expected, "{millis}");
+            assert_eq!(serde_json::to_string(&instant).expect("serializes"), format!("\"{expected}\""));
         }
     }
 
