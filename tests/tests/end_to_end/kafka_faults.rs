@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use end_to_end_tests::kafka::{
     Broker, KillOnDrop, create_topics, kafka_projector_command, kafka_projector_command_with_admin, list_dead_letters,
-    produce_single_object, project_until_caught_up, wait_for_port, wait_until_caught_up,
+    metric, produce_single_object, project_until_caught_up, wait_for_port, wait_until_caught_up,
 };
 use end_to_end_tests::{assert_same_documents, dump_documents, free_port, http, project, sigkill_after, summary_of};
 use projector::generate::{GenerateOptions, Random, generate};
@@ -202,7 +202,5 @@ fn split_segments(events: &Path, halves: &Path) -> (PathBuf, PathBuf) {
 
 /// Events the projector at `admin` has committed with `outcome`.
 fn events_committed(admin: &str, outcome: &str) -> u64 {
-    let (_, _, metrics) = http(admin, "GET", "/metrics", &[], "");
-    let series = format!("lcc_projector_events_total{{outcome=\"{outcome}\"}} ");
-    metrics.lines().find_map(|line| line.strip_prefix(&series)?.parse().ok()).unwrap_or(0)
+    metric(admin, &format!("lcc_projector_events_total{{outcome=\"{outcome}\"}} "))
 }

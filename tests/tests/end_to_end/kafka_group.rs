@@ -19,7 +19,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use end_to_end_tests::kafka::{
-    Broker, KillOnDrop, create_topics, kafka_projector_command_with_admin, produce_single_object, wait_for_port,
+    Broker, KillOnDrop, create_topics, kafka_projector_command_with_admin, metric, produce_single_object, wait_for_port,
 };
 use end_to_end_tests::{assert_same_documents, dump_documents, free_port, http, project};
 use projector::generate::{GenerateOptions, generate};
@@ -41,12 +41,6 @@ fn assignment(admin: &str) -> Option<(usize, Option<i64>)> {
         .filter_map(|line| line.rsplit(' ').next()?.parse().ok())
         .collect();
     Some((partitions, (lags.len() == partitions).then(|| lags.iter().sum())))
-}
-
-fn metric(admin: &str, name: &str) -> u64 {
-    let (_, _, metrics) = http(admin, "GET", "/metrics", &[], "");
-    let line = metrics.lines().find(|line| line.starts_with(name)).unwrap_or_default();
-    line.rsplit(' ').next().and_then(|value| value.parse().ok()).unwrap_or(0)
 }
 
 /// Polls until `done` holds for the assignments of `admins`, or fails with `what`.
