@@ -14,13 +14,18 @@ use std::collections::HashMap;
 use std::num::NonZeroU32;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use axum::http::{HeaderMap, HeaderValue};
+use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use governor::clock::{Clock, DefaultClock};
 use governor::middleware::StateInformationMiddleware;
 use governor::state::{InMemoryState, NotKeyed};
 use governor::{Quota, RateLimiter};
 
 type Limiter = RateLimiter<NotKeyed, InMemoryState, DefaultClock, StateInformationMiddleware>;
+
+// Built once: a name given as a string is parsed again on every insert.
+const LIMIT_HEADER: HeaderName = HeaderName::from_static("x-ratelimit-limit");
+const REMAINING_HEADER: HeaderName = HeaderName::from_static("x-ratelimit-remaining");
+const RESET_HEADER: HeaderName = HeaderName::from_static("x-ratelimit-reset");
 
 /// Limiters kept before the map is cleared: bounds memory under many distinct addresses.
 const MAX_TRACKED_CLIENTS: usize = 100_000;
@@ -38,9 +43,9 @@ pub struct RateDecision {
 impl RateDecision {
     /// Adds the three `X-RateLimit-*` headers.
     pub fn write_headers(&self, headers: &mut HeaderMap) {
-        headers.insert("x-ratelimit-limit", HeaderValue::from(self.limit));
-        headers.insert("x-ratelimit-remaining", HeaderValue::from(self.remaining));
-        headers.insert("x-ratelimit-reset", HeaderValue::from(self.reset_seconds));
+        headers.insert(LIMIT_HEADER, HeaderValue::from(self.limit));
+        headers.insert(REMAINING_HEADER, HeaderValue::from(self.remaining));
+        headers.insert(RESET_HEADER, HeaderValue::from(self.reset_seconds));
     }
 }
 

@@ -13,7 +13,7 @@ use utoipa::ToSchema;
 
 use super::parameters::{BulkQuery, QueryParameters};
 use super::{json_of, stored_json_list};
-use crate::app::App;
+use crate::app::{App, BASE_PATH};
 use crate::errors::ApiError;
 use crate::keys::Scope;
 
@@ -58,6 +58,7 @@ fn parameter(text: Option<&str>, name: &str, default: u32, max: u32) -> Result<u
 /// `GET /bulk/works?page=&limit=`.
 #[utoipa::path(
     get,
+    context_path = BASE_PATH,
     path = "/bulk/works",
     operation_id = "listPublishedWorks",
     tag = "Bulk",

@@ -16,7 +16,7 @@ use utoipa::ToSchema;
 
 use super::parameters::{PathParameters, WorkPath};
 use super::{decode, json_of, work_document};
-use crate::app::App;
+use crate::app::{App, BASE_PATH};
 use crate::keys::Scope;
 
 /// The answer of `GET /rights/{lccId}/evidence`.
@@ -79,6 +79,7 @@ pub fn protection(ends_on: Option<Date>, today: Date) -> Protection {
 /// `GET /rights/{lccId}/evidence`.
 #[utoipa::path(
     get,
+    context_path = BASE_PATH,
     path = "/rights/{lccId}/evidence",
     operation_id = "getEvidencePackage",
     tag = "Rights",

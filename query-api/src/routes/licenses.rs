@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use super::json;
 use super::parameters::{LicensePath, PathParameters};
-use crate::app::App;
+use crate::app::{App, BASE_PATH};
 use crate::errors::ApiError;
 use crate::keys::Scope;
 use axum::extract::State;
@@ -16,6 +16,7 @@ use read_model::documents::LicenseStatusDocument;
 /// `GET /licenses/{id}/status`.
 #[utoipa::path(
     get,
+    context_path = BASE_PATH,
     path = "/licenses/{id}/status",
     operation_id = "getLicenseStatus",
     tag = "Licenses",

@@ -14,7 +14,7 @@ use utoipa::ToSchema;
 
 use super::parameters::{PathParameters, WorkPath};
 use super::{decode, json, json_of, stored_json_list, work_document};
-use crate::app::App;
+use crate::app::{App, BASE_PATH};
 use crate::keys::Scope;
 
 fn wants_xml(headers: &HeaderMap) -> bool {
@@ -68,6 +68,7 @@ pub struct Provenance {
 /// `GET /rights/{lccId}/metadata`.
 #[utoipa::path(
     get,
+    context_path = BASE_PATH,
     path = "/rights/{lccId}/metadata",
     operation_id = "getMetadata",
     tag = "Metadata",
@@ -104,6 +105,7 @@ pub async fn metadata(
 /// `GET /rights/{lccId}/provenance`: every applied change, oldest first.
 #[utoipa::path(
     get,
+    context_path = BASE_PATH,
     path = "/rights/{lccId}/provenance",
     operation_id = "getProvenance",
     tag = "Metadata",

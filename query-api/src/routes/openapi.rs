@@ -85,6 +85,7 @@ struct Description;
 /// `GET /openapi.json`: this document. Takes no key; limited per client address.
 #[utoipa::path(
     get,
+    context_path = BASE_PATH,
     path = "/openapi.json",
     operation_id = "getOpenApiDescription",
     tag = "Description",
@@ -113,7 +114,7 @@ pub fn serialize(document: &utoipa::openapi::OpenApi) -> Bytes {
 /// The paths the handlers describe, completed into the served document.
 pub fn complete(paths: utoipa::openapi::OpenApi, settings: &Settings) -> utoipa::openapi::OpenApi {
     let mut document = Description::openapi();
-    document.merge(paths);
+    document.merge(relative_to_base_path(paths));
     document.servers = Some(vec![Server::new(BASE_PATH)]);
     let components = document.components.get_or_insert_with(Default::default);
     components.security_schemes.insert(
@@ -135,6 +136,19 @@ pub fn complete(paths: utoipa::openapi::OpenApi, settings: &Settings) -> utoipa:
         }
     }
     document
+}
+
+/// The paths relative to [`BASE_PATH`], the document's server URL: the
+/// handlers are described at their full paths, as they are routed.
+fn relative_to_base_path(mut paths: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenApi {
+    paths.paths.paths = std::mem::take(&mut paths.paths.paths)
+        .into_iter()
+        .map(|(path, item)| match path.strip_prefix(BASE_PATH) {
+            Some(relative) => (relative.to_owned(), item),
+            None => (path, item),
+        })
+        .collect();
+    paths
 }
 
 fn problem_response(description: &str) -> RefOr<ResponseObject> {

@@ -14,7 +14,7 @@ use utoipa::ToSchema;
 
 use super::parameters::{IdentifierQuery, PathParameters, QueryParameters, WorkPath};
 use super::{json, json_of, stored_json_list, work_document};
-use crate::app::App;
+use crate::app::{App, BASE_PATH};
 use crate::errors::ApiError;
 use crate::keys::Scope;
 
@@ -36,6 +36,7 @@ pub struct IdentifierLookup {
 /// `GET /rights/{lccId}`: the stored profile, sent as stored.
 #[utoipa::path(
     get,
+    context_path = BASE_PATH,
     path = "/rights/{lccId}",
     operation_id = "getRightsProfile",
     tag = "Rights",
@@ -62,6 +63,7 @@ pub async fn rights_by_id(
 /// `GET /rights?iswc=` or `?isrc=`: every profile of the caller's audience under that code.
 #[utoipa::path(
     get,
+    context_path = BASE_PATH,
     path = "/rights",
     operation_id = "findRightsProfiles",
     tag = "Rights",

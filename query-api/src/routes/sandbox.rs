@@ -15,7 +15,7 @@ use serde_json::value::RawValue;
 use utoipa::ToSchema;
 
 use super::{ClientAddress, MAX_BODY_BYTES, json_of, stored_json_list};
-use crate::app::{App, with_rate_headers};
+use crate::app::{App, BASE_PATH, with_rate_headers};
 use crate::errors::ApiError;
 
 /// The answer of `GET /sandbox/fixtures`.
@@ -29,6 +29,7 @@ pub struct FixtureCatalogue {
 /// `GET /sandbox/fixtures`: every sandbox record with the scenarios it shows.
 #[utoipa::path(
     get,
+    context_path = BASE_PATH,
     path = "/sandbox/fixtures",
     operation_id = "listSandboxFixtures",
     tag = "Sandbox",
@@ -90,6 +91,7 @@ pub fn is_plausible_email(email: &str) -> bool {
 /// token, so there is nothing to remember.
 #[utoipa::path(
     post,
+    context_path = BASE_PATH,
     path = "/sandbox/register",
     operation_id = "registerSandboxKey",
     tag = "Sandbox",

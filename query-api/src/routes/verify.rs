@@ -14,7 +14,7 @@ use utoipa::ToSchema;
 
 use super::parameters::{PathParameters, QueryParameters, VerifyQuery, WorkPath};
 use super::{decode, json_of, work_document};
-use crate::app::App;
+use crate::app::{App, BASE_PATH};
 use crate::errors::ApiError;
 use crate::keys::Scope;
 
@@ -105,6 +105,7 @@ pub fn checks(inputs: &VerificationInputs, today: Date, file_sha256: Option<&str
 /// `GET /rights/{lccId}/verify[?sha256=HEX]`.
 #[utoipa::path(
     get,
+    context_path = BASE_PATH,
     path = "/rights/{lccId}/verify",
     operation_id = "verifyRights",
     tag = "Rights",
