@@ -7,6 +7,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use projector::generate::{GenerateOptions, Manifest, generate};
 use rusqlite::types::ValueRef;
 
 pub mod kafka;
@@ -50,6 +51,29 @@ pub fn project(events: &Path, data: &Path, batch_size: usize) -> RunSummary {
         projector_command(events, data, batch_size).stderr(Stdio::inherit()).output().expect("projector starts");
     assert!(output.status.success(), "projector failed: {:?}", output.status);
     summary_of(&String::from_utf8_lossy(&output.stdout))
+}
+
+/// A generated production-like stream and its file-source projection: what
+/// the Kafka tests compare the projector on real topics with.
+#[derive(Debug)]
+pub struct ProjectedStream {
+    /// The generated files (`DIRECTORY/events`).
+    pub events: PathBuf,
+    pub manifest: Manifest,
+    /// The store of one clean file-source run (`DIRECTORY/file-projection`).
+    pub clean: PathBuf,
+    pub clean_run: RunSummary,
+}
+
+/// Generates `works` works with `seed` into `directory` and projects them from
+/// files in batches of 500.
+pub fn generate_and_project(directory: &Path, works: usize, seed: u64, events_per_segment: usize) -> ProjectedStream {
+    let events = directory.join("events");
+    let manifest =
+        generate(&GenerateOptions { works, seed, events_per_segment, sandbox: false }, &events).expect("generate");
+    let clean = directory.join("file-projection");
+    let clean_run = project(&events, &clean, 500);
+    ProjectedStream { events, manifest, clean, clean_run }
 }
 
 /// The summary on the last line of a projector run's standard output.

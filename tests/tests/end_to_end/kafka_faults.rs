@@ -14,18 +14,16 @@ use end_to_end_tests::kafka::{
     Broker, KillOnDrop, create_topics, kafka_projector_command, kafka_projector_command_with_admin, list_dead_letters,
     metric, produce_single_object, project_until_caught_up, wait_for_port, wait_until_caught_up,
 };
-use end_to_end_tests::{assert_same_documents, dump_documents, free_port, http, project, sigkill_after, summary_of};
-use projector::generate::{GenerateOptions, Random, generate};
+use end_to_end_tests::{
+    ProjectedStream, assert_same_documents, dump_documents, free_port, generate_and_project, http, sigkill_after,
+    summary_of,
+};
+use projector::generate::Random;
 
 #[test]
 fn sigkill_mid_stream_then_restart_gives_the_file_projection_and_sigterm_exits_cleanly() {
     let directory = tempfile::tempdir().expect("tempdir");
-    let events = directory.path().join("events");
-    let manifest =
-        generate(&GenerateOptions { works: 3_000, seed: 17, events_per_segment: 2_000, sandbox: false }, &events)
-            .expect("generate");
-    let clean = directory.path().join("file-projection");
-    project(&events, &clean, 500);
+    let ProjectedStream { events, manifest, clean, .. } = generate_and_project(directory.path(), 3_000, 17, 2_000);
 
     let Some(broker) = Broker::start(&directory.path().join("broker")) else { return };
     create_topics(&broker, "", 3, &["dead-letters"]);
@@ -76,11 +74,7 @@ fn sigkill_mid_stream_then_restart_gives_the_file_projection_and_sigterm_exits_c
 #[test]
 fn an_absent_broker_gives_readiness_false_and_projection_resumes_when_it_comes() {
     let directory = tempfile::tempdir().expect("tempdir");
-    let events = directory.path().join("events");
-    generate(&GenerateOptions { works: 200, seed: 23, events_per_segment: 1_000, sandbox: false }, &events)
-        .expect("generate");
-    let clean = directory.path().join("file-projection");
-    project(&events, &clean, 500);
+    let ProjectedStream { events, clean, .. } = generate_and_project(directory.path(), 200, 23, 1_000);
     let Some(mut broker) = Broker::start(&directory.path().join("broker")) else { return };
     // The broker goes away before the projector starts.
     broker.kill();
@@ -128,12 +122,8 @@ fn an_absent_broker_gives_readiness_false_and_projection_resumes_when_it_comes()
 #[test]
 fn a_broker_killed_mid_stream_and_restarted_with_its_topics_loses_no_event() {
     let directory = tempfile::tempdir().expect("tempdir");
-    let events = directory.path().join("events");
-    let manifest =
-        generate(&GenerateOptions { works: 3_000, seed: 31, events_per_segment: 2_000, sandbox: false }, &events)
-            .expect("generate");
-    let clean = directory.path().join("file-projection");
-    let clean_run = project(&events, &clean, 500);
+    let ProjectedStream { events, manifest, clean, clean_run } =
+        generate_and_project(directory.path(), 3_000, 31, 2_000);
     // The stream is produced in two halves, the second after the restart, so
     // the projector must fetch from the restarted broker (not from what its
     // client fetched before) and park poison events through it.

@@ -21,8 +21,7 @@ use std::time::{Duration, Instant};
 use end_to_end_tests::kafka::{
     Broker, KillOnDrop, create_topics, kafka_projector_command_with_admin, metric, produce_single_object, wait_for_port,
 };
-use end_to_end_tests::{assert_same_documents, dump_documents, free_port, http, project};
-use projector::generate::{GenerateOptions, generate};
+use end_to_end_tests::{ProjectedStream, assert_same_documents, dump_documents, free_port, generate_and_project, http};
 
 const PARTITIONS: usize = 4;
 const TOPICS: usize = 6;
@@ -67,11 +66,7 @@ fn split_among_all(assignments: &[(usize, Option<i64>)]) -> bool {
 #[test]
 fn projectors_split_the_partitions_and_a_killed_members_partitions_resume_from_the_store() {
     let directory = tempfile::tempdir().expect("tempdir");
-    let events = directory.path().join("events");
-    generate(&GenerateOptions { works: 12_000, seed: 53, events_per_segment: 5_000, sandbox: false }, &events)
-        .expect("generate");
-    let clean = directory.path().join("file-projection");
-    project(&events, &clean, 500);
+    let ProjectedStream { events, clean, .. } = generate_and_project(directory.path(), 12_000, 53, 5_000);
 
     let Some(broker) = Broker::start(&directory.path().join("broker")) else { return };
     create_topics(&broker, "", PARTITIONS as u32, &["dead-letters"]);

@@ -7,18 +7,12 @@ use end_to_end_tests::kafka::{
     Broker, SchemaRegistry, create_topics, kafka_projector_command, list_dead_letters, project_until_caught_up,
     python_producer, redrive_dead_letters,
 };
-use end_to_end_tests::{assert_same_documents, dump_documents, project};
-use projector::generate::{GenerateOptions, generate};
+use end_to_end_tests::{ProjectedStream, assert_same_documents, dump_documents, generate_and_project};
 
 #[test]
 fn both_wire_formats_give_the_file_projection_and_poison_is_parked_with_its_origin() {
     let directory = tempfile::tempdir().expect("tempdir");
-    let events = directory.path().join("events");
-    let manifest =
-        generate(&GenerateOptions { works: 400, seed: 41, events_per_segment: 1_000, sandbox: false }, &events)
-            .expect("generate");
-    let clean = directory.path().join("file-projection");
-    project(&events, &clean, 500);
+    let ProjectedStream { events, manifest, clean, .. } = generate_and_project(directory.path(), 400, 41, 1_000);
     let expected = dump_documents(&clean);
 
     let Some(broker) = Broker::start(&directory.path().join("broker")) else { return };
