@@ -19,7 +19,7 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/tansu-build.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 
 # The published source of tansu-broker 0.6.0, fetched through a throwaway package.
-cargo new --quiet --lib "$work/fetch"
+cargo new --quiet --vcs none --lib "$work/fetch"
 printf 'tansu-broker = "=0.6.0"\n' >>"$work/fetch/Cargo.toml"
 cargo fetch --quiet --manifest-path "$work/fetch/Cargo.toml"
 source_directory=$(find "${CARGO_HOME:-$HOME/.cargo}/registry/src" -mindepth 2 -maxdepth 2 -type d -name tansu-broker-0.6.0 | head -1)
