@@ -78,8 +78,8 @@ pub struct PartyState {
 
 /// The state of any aggregate.
 ///
-/// Values live only in a batch's working set, so their size matters less than
-/// an extra allocation per state would.
+/// The variants differ much in size; a batch keeps each state in one box
+/// (see `batch::Entry`), so boxing a variant as well would allocate twice.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AggregateState {
