@@ -42,7 +42,7 @@ struct Entry {
     /// The version as stored before this batch.
     version_before: u64,
     /// Boxed so that an entry stays small: the maps of a batch's entries are
-    /// allocated afresh per batch, and with states inline (about 400 bytes
+    /// allocated afresh per batch, and with states inline (368 bytes
     /// each) they took tens of MiB of fresh, zeroed pages every batch.
     state: Option<Box<AggregateState>>,
     /// The state as stored before this batch, kept (moved, not cloned) once the batch changes it.
