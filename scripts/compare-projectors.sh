@@ -70,6 +70,6 @@ for label in ("A", "B"):
     rates, cpus, peaks = zip(*runs[label])
     print(f"mean {label}: {sum(rates) / len(rates):8.0f} events/s  cpu {sum(cpus) / len(cpus):6.1f} s  "
           f"peak {min(peaks):.0f}-{max(peaks):.0f} MiB  ({len(rates)} runs)")
-faster = sum(a[0] > b[0] for a, b in zip(runs["A"], runs["B"]))
-print(f"B faster than A in {len(runs['A']) - faster} of {len(runs['A'])} pairs")
+b_faster = sum(b[0] > a[0] for a, b in zip(runs["A"], runs["B"]))
+print(f"B faster than A in {b_faster} of {len(runs['A'])} pairs")
 PY
