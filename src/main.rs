@@ -17,6 +17,7 @@ use projector::dead_letter::DeadLetterFile;
 use projector::runner::{RunOptions, run_file_source};
 use projector::source::file::FileSource;
 use query_api::config::ServeConfig;
+use read_model::sqlite::DEFAULT_DOCUMENT_CACHE_BYTES;
 use read_model::{DocumentReads, ModelVersions, SqliteStore, Store};
 use tokio::sync::watch;
 
@@ -29,6 +30,10 @@ struct Cli {
     /// Event files to project (the bundled sandbox fixtures by default).
     #[arg(long, env = "LCC_EVENTS_DIR", default_value = "schemas/fixtures/sandbox")]
     events_dir: PathBuf,
+    /// Memory for documents the API has read, in MiB, dropped when a batch
+    /// changes them; 0 turns the cache off.
+    #[arg(long, env = "LCC_DOCUMENT_CACHE_MIB", default_value_t = DEFAULT_DOCUMENT_CACHE_BYTES >> 20)]
+    document_cache_mib: u64,
     #[command(flatten)]
     serve: ServeConfig,
 }
@@ -48,7 +53,8 @@ fn main() -> anyhow::Result<()> {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
-    let store = SqliteStore::open(&cli.data_dir).context("failed to open the store")?;
+    let store = SqliteStore::open_with_document_cache(&cli.data_dir, cli.document_cache_mib.saturating_mul(1 << 20))
+        .context("failed to open the store")?;
     store.migrate().await.context("failed to migrate the store")?;
     let version = read_model::active_or_first_version(&store).await.context("failed to choose the model version")?;
     let (stop, stopped) = watch::channel(false);

@@ -14,11 +14,11 @@ use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::Response;
 use prometheus::{
-    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGaugeVec, Opts, Registry,
+    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
     TextEncoder,
 };
 use read_model::identifiers::Audience;
-use read_model::{Body, BulkPage, DocumentKind, DocumentReads, IdentifierKind, StoreError};
+use read_model::{Body, BulkPage, DocumentCacheStatistics, DocumentKind, DocumentReads, IdentifierKind, StoreError};
 
 /// The service's metrics.
 #[derive(Debug)]
@@ -29,6 +29,16 @@ pub struct Metrics {
     rate_limited: IntCounter,
     authentication_failures: IntCounter,
     store_latency: HistogramVec,
+    document_cache: DocumentCacheMetrics,
+}
+
+/// The store's document cache, copied from its own counters at each scrape.
+#[derive(Debug)]
+struct DocumentCacheMetrics {
+    hits: IntCounter,
+    misses: IntCounter,
+    resets: IntCounter,
+    bytes: IntGauge,
 }
 
 impl Metrics {
@@ -54,6 +64,15 @@ impl Metrics {
                 .buckets(vec![0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 0.5]),
             &["operation"],
         )?;
+        let document_cache = DocumentCacheMetrics {
+            hits: IntCounter::new("lcc_document_cache_hits_total", "Document reads answered from memory.")?,
+            misses: IntCounter::new("lcc_document_cache_misses_total", "Document reads that went to the store.")?,
+            resets: IntCounter::new(
+                "lcc_document_cache_resets_total",
+                "Times the document cache was emptied, having fallen behind the projector's batches.",
+            )?,
+            bytes: IntGauge::new("lcc_document_cache_bytes", "Bytes of documents held in memory.")?,
+        };
         let build_info =
             IntGaugeVec::new(Opts::new("lcc_build_info", "Always 1; labels name the running build."), &["version"])?;
         build_info.with_label_values(&[env!("CARGO_PKG_VERSION")]).set(1);
@@ -62,8 +81,33 @@ impl Metrics {
         registry.register(Box::new(rate_limited.clone()))?;
         registry.register(Box::new(authentication_failures.clone()))?;
         registry.register(Box::new(store_latency.clone()))?;
+        registry.register(Box::new(document_cache.hits.clone()))?;
+        registry.register(Box::new(document_cache.misses.clone()))?;
+        registry.register(Box::new(document_cache.resets.clone()))?;
+        registry.register(Box::new(document_cache.bytes.clone()))?;
         registry.register(Box::new(build_info))?;
-        Ok(Metrics { registry, requests, latency, rate_limited, authentication_failures, store_latency })
+        Ok(Metrics {
+            registry,
+            requests,
+            latency,
+            rate_limited,
+            authentication_failures,
+            store_latency,
+            document_cache,
+        })
+    }
+
+    /// Brings the document cache series up to the store's counters.
+    pub fn record_document_cache(&self, statistics: DocumentCacheStatistics) {
+        let metrics = &self.document_cache;
+        for (counter, total) in [
+            (&metrics.hits, statistics.hits),
+            (&metrics.misses, statistics.misses),
+            (&metrics.resets, statistics.resets),
+        ] {
+            counter.inc_by(total.saturating_sub(counter.get()));
+        }
+        metrics.bytes.set(i64::try_from(statistics.bytes).unwrap_or(i64::MAX));
     }
 
     /// The text exposition format.
@@ -100,8 +144,14 @@ pub async fn track(State(metrics): State<Arc<Metrics>>, request: Request, next: 
 
 /// The admin listener's router: `/metrics`, `/healthz`, `/readyz` (the store answers).
 pub fn admin_router(metrics: Arc<Metrics>, store: Arc<dyn DocumentReads>) -> Router {
+    let scraped_store = Arc::clone(&store);
     telemetry::admin::router(
-        move || metrics.render(),
+        move || {
+            if let Some(statistics) = scraped_store.document_cache_statistics() {
+                metrics.record_document_cache(statistics);
+            }
+            metrics.render()
+        },
         move || {
             let store = Arc::clone(&store);
             async move { store.ping().await.map_err(|error| error.to_string()) }
@@ -156,5 +206,9 @@ impl DocumentReads for MeteredReads {
     async fn ping(&self) -> Result<(), StoreError> {
         let _timer = self.metrics.observe_store("ping").start_timer();
         self.inner.ping().await
+    }
+
+    fn document_cache_statistics(&self) -> Option<DocumentCacheStatistics> {
+        self.inner.document_cache_statistics()
     }
 }

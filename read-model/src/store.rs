@@ -299,6 +299,24 @@ pub trait DocumentReads: Send + Sync {
 
     /// Succeeds when the store can serve reads.
     async fn ping(&self) -> Result<(), StoreError>;
+
+    /// The counters of the store's in-memory document cache, when it has one.
+    fn document_cache_statistics(&self) -> Option<DocumentCacheStatistics> {
+        None
+    }
+}
+
+/// Counters of a store's in-memory document cache, for metrics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DocumentCacheStatistics {
+    /// Document reads answered from memory.
+    pub hits: u64,
+    /// Document reads that went to the store.
+    pub misses: u64,
+    /// Times the whole cache was dropped, having fallen behind the batches.
+    pub resets: u64,
+    /// Bytes held now, keys and bodies.
+    pub bytes: u64,
 }
 
 /// The projector's access: its own state, and the atomic batch write.

@@ -11,7 +11,7 @@ use std::time::Duration;
 use scylla::statement::Consistency;
 
 use crate::scylla::{ScyllaSettings, ScyllaStore, parse_consistency};
-use crate::sqlite::SqliteStore;
+use crate::sqlite::{DEFAULT_DOCUMENT_CACHE_BYTES, SqliteStore};
 use crate::store::{Store, StoreError};
 
 /// Which backend holds the read model.
@@ -32,6 +32,11 @@ pub struct StoreArguments {
     /// any store (API keys, dead-letter files).
     #[arg(long, env = "LCC_DATA_DIR", default_value = "data")]
     pub data_dir: PathBuf,
+    /// Memory for documents read from the embedded store, in MiB, dropped
+    /// when a batch changes them; 0 turns the cache off. Only the query API
+    /// reads documents, so only it fills the cache.
+    #[arg(long, env = "LCC_DOCUMENT_CACHE_MIB", default_value_t = DEFAULT_DOCUMENT_CACHE_BYTES >> 20)]
+    pub document_cache_mib: u64,
     /// ScyllaDB contact points, comma-separated `host:port`.
     #[arg(long, env = "LCC_SCYLLA_NODES", value_delimiter = ',', default_value = "127.0.0.1:9042")]
     pub scylla_nodes: Vec<String>,
@@ -88,7 +93,10 @@ impl StoreArguments {
     /// Opens the store once. A ScyllaDB cluster that cannot be reached is `Unavailable`.
     pub async fn open(&self) -> Result<Arc<dyn Store>, StoreError> {
         Ok(match self.backend {
-            Backend::Sqlite => Arc::new(SqliteStore::open(&self.data_dir)?),
+            Backend::Sqlite => Arc::new(SqliteStore::open_with_document_cache(
+                &self.data_dir,
+                self.document_cache_mib.saturating_mul(1 << 20),
+            )?),
             Backend::Scylla => Arc::new(ScyllaStore::connect(self.scylla_settings()).await?),
         })
     }
@@ -130,6 +138,7 @@ mod tests {
         let arguments = Command::parse_from(["test"]).store;
         assert_eq!(arguments.backend, Backend::Sqlite);
         assert_eq!(arguments.data_dir, PathBuf::from("data"));
+        assert_eq!(arguments.document_cache_mib, 256);
         assert_eq!(arguments.describe(), "SQLite store in data");
     }
 

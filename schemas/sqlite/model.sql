@@ -79,3 +79,18 @@ CREATE TABLE IF NOT EXISTS checkpoints (
     next_offset INTEGER NOT NULL,
     PRIMARY KEY (source, stream, partition)
 ) WITHOUT ROWID;
+
+-- The keys of the documents each batch wrote, one row per batch in commit
+-- order, so that a process holding documents in memory (the query API's
+-- document cache) drops exactly those. `keys` is a JSON array of strings.
+-- The projector keeps the newest 1,000 rows; a reader that falls further
+-- behind drops everything it holds. The first row is numbered from the
+-- time the file was created, in microseconds, so that a model file created
+-- anew never continues the numbering of one it replaces.
+CREATE TABLE IF NOT EXISTS document_changes (
+    sequence INTEGER PRIMARY KEY,
+    keys TEXT NOT NULL
+);
+INSERT INTO document_changes (sequence, keys)
+SELECT CAST(unixepoch('subsec') * 1000000 AS INTEGER), '[]'
+WHERE NOT EXISTS (SELECT 1 FROM document_changes);

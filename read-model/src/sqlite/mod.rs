@@ -12,6 +12,7 @@
 
 mod checkpointer;
 mod connections;
+mod document_cache;
 mod errors;
 mod reader_pool;
 mod reads;
@@ -21,21 +22,23 @@ mod writes;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension};
 
 use self::checkpointer::Checkpointer;
 use self::connections::{PageAccess, open_model_writer, open_writer};
+use self::document_cache::{DocumentCache, DocumentCacheCounters};
 use self::errors::from_sqlite;
 use self::reader_pool::ReaderPool;
 use crate::active_version_cache::ActiveVersionCache;
 use crate::documents::DocumentKind;
 use crate::identifiers::Audience;
 use crate::store::{
-    AggregateKey, BatchWritten, Body, BulkPage, Checkpoint, DocumentReads, IdentifierKind, ModelVersion,
-    ModelVersionInfo, ModelVersions, PartyReferrer, ProjectionWrites, StoreError, StoredAggregate, WriteBatch,
+    AggregateKey, BatchWritten, Body, BulkPage, Checkpoint, DocumentCacheStatistics, DocumentReads, IdentifierKind,
+    ModelVersion, ModelVersionInfo, ModelVersions, PartyReferrer, ProjectionWrites, StoreError, StoredAggregate,
+    WriteBatch,
 };
 
 /// The SQLite store. Cheap to clone; clones share connections.
@@ -51,6 +54,9 @@ struct Inner {
     catalog_readers: ReaderPool,
     versions: Mutex<HashMap<ModelVersion, Arc<VersionFile>>>,
     active: ActiveVersionCache,
+    /// The bound of each version's document cache; 0 turns caching off.
+    document_cache_bytes: u64,
+    document_cache_counters: Arc<DocumentCacheCounters>,
 }
 
 /// The connections to one model version's file.
@@ -63,6 +69,8 @@ struct VersionFile {
     /// State, reference and checkpoint reads, for the projector: each
     /// process opens only the pool it uses.
     state_readers: ReaderPool,
+    /// Documents read through `readers`, made on the first document read.
+    documents: OnceLock<DocumentCache>,
 }
 
 /// The writer connection, numbered so that a [`crate::CommitMark`] names
@@ -99,9 +107,22 @@ impl VersionFile {
     }
 }
 
+/// The default bound of a model version's document cache.
+pub const DEFAULT_DOCUMENT_CACHE_BYTES: u64 = 256 * 1024 * 1024;
+
 impl SqliteStore {
-    /// Opens (creating when missing) the store in `directory`.
+    /// Opens (creating when missing) the store in `directory`, with a
+    /// document cache of [`DEFAULT_DOCUMENT_CACHE_BYTES`].
     pub fn open(directory: impl AsRef<Path>) -> Result<SqliteStore, StoreError> {
+        SqliteStore::open_with_document_cache(directory, DEFAULT_DOCUMENT_CACHE_BYTES)
+    }
+
+    /// Opens the store in `directory`, holding up to `document_cache_bytes`
+    /// of the active version's documents in memory (0: none).
+    pub fn open_with_document_cache(
+        directory: impl AsRef<Path>,
+        document_cache_bytes: u64,
+    ) -> Result<SqliteStore, StoreError> {
         let directory = directory.as_ref().to_path_buf();
         std::fs::create_dir_all(&directory)
             .map_err(|error| StoreError::Unavailable(format!("cannot create {}: {error}", directory.display())))?;
@@ -115,6 +136,8 @@ impl SqliteStore {
                 directory,
                 versions: Mutex::new(HashMap::new()),
                 active: ActiveVersionCache::default(),
+                document_cache_bytes,
+                document_cache_counters: Arc::default(),
             }),
         })
     }
@@ -138,6 +161,7 @@ impl SqliteStore {
                 Arc::new(VersionFile {
                     readers: ReaderPool::new(path.clone(), PageAccess::MemoryMapped),
                     state_readers: ReaderPool::new(path.clone(), PageAccess::Copied),
+                    documents: OnceLock::new(),
                     path,
                     writer: Mutex::new(None),
                 })
@@ -191,7 +215,17 @@ impl SqliteStore {
 #[async_trait]
 impl DocumentReads for SqliteStore {
     async fn document(&self, kind: DocumentKind, key: &str) -> Result<Option<Body>, StoreError> {
-        self.read_active(|connection| reads::document(connection, kind, key))
+        let version = self.read_active_version()?.ok_or(StoreError::NoActiveModelVersion)?;
+        let file = self.version_file(version);
+        if self.inner.document_cache_bytes == 0 {
+            return file.readers.with(|connection| reads::document(connection, kind, key));
+        }
+        file.documents
+            .get_or_init(|| {
+                let counters = Arc::clone(&self.inner.document_cache_counters);
+                DocumentCache::new(file.path.clone(), self.inner.document_cache_bytes, counters)
+            })
+            .document(&file.readers, kind, key)
     }
 
     async fn provenance(&self, lcc_id: &str) -> Result<Vec<Body>, StoreError> {
@@ -217,6 +251,16 @@ impl DocumentReads for SqliteStore {
 
     async fn ping(&self) -> Result<(), StoreError> {
         self.read_active(|connection| connection.query_row("SELECT 1", [], |_| Ok(())).map_err(from_sqlite))
+    }
+
+    /// Counted across versions; the bytes are those the active version's cache holds.
+    fn document_cache_statistics(&self) -> Option<DocumentCacheStatistics> {
+        if self.inner.document_cache_bytes == 0 {
+            return None;
+        }
+        let active = self.read_active_version().ok().flatten().map(|version| self.version_file(version));
+        let bytes = active.and_then(|file| file.documents.get().map(DocumentCache::bytes)).unwrap_or(0);
+        Some(self.inner.document_cache_counters.statistics(bytes))
     }
 }
 

@@ -99,13 +99,18 @@ impl ReaderPool {
         self.shared.write_generation.fetch_add(1, Ordering::AcqRel);
     }
 
+    /// The number of writes this process has noted so far.
+    pub(super) fn write_generation(&self) -> u64 {
+        self.shared.write_generation.load(Ordering::Acquire)
+    }
+
     /// Runs `read` on an idle reader (opening one when none is idle), in a
     /// snapshot no older than [`SNAPSHOT_REUSE`] and no older than this
     /// process's last write.
     pub(super) fn with<T>(&self, read: impl FnOnce(&Connection) -> Result<T, StoreError>) -> Result<T, StoreError> {
         // Read the generation before the snapshot starts, so a write that
         // lands in between makes the snapshot look older, never newer.
-        let write_generation = self.shared.write_generation.load(Ordering::Acquire);
+        let write_generation = self.write_generation();
         let pooled = self.shared.lock_idle().pop();
         let mut reader = match pooled {
             Some(reader) => reader,

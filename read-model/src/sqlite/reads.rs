@@ -163,6 +163,40 @@ pub(super) fn checkpoints(connection: &Connection, source: &str) -> Result<Vec<C
     rows.collect::<Result<_, _>>().map_err(from_sqlite)
 }
 
+/// The number of the newest batch change record (see `document_cache`);
+/// 0 in a file that has none.
+pub(super) fn latest_document_change(connection: &Connection) -> Result<i64, StoreError> {
+    connection
+        .prepare_cached("SELECT coalesce(max(sequence), 0) FROM document_changes")
+        .and_then(|mut statement| statement.query_row([], |row| row.get(0)))
+        .map_err(from_sqlite)
+}
+
+/// The batch change records numbered `after + 1 ..= through`, in order, each
+/// with the document keys its batch wrote.
+pub(super) fn document_changes(
+    connection: &Connection,
+    after: i64,
+    through: i64,
+) -> Result<Vec<(i64, Vec<String>)>, StoreError> {
+    let mut statement = connection
+        .prepare_cached(
+            "SELECT sequence, keys FROM document_changes WHERE sequence > ?1 AND sequence <= ?2 ORDER BY sequence",
+        )
+        .map_err(from_sqlite)?;
+    let rows = statement
+        .query_map([after, through], |row| Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?)))
+        .map_err(from_sqlite)?;
+    let mut changes = Vec::new();
+    for row in rows {
+        let (sequence, keys) = row.map_err(from_sqlite)?;
+        let keys = serde_json::from_str(&keys)
+            .map_err(|error| StoreError::Corrupt(format!("document change {sequence} is unreadable: {error}")))?;
+        changes.push((sequence, keys));
+    }
+    Ok(changes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

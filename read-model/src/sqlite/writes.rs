@@ -5,7 +5,7 @@
 //! is refused before anything is written (see [`crate::read_set`]), so a
 //! later batch is always rendered from newer inputs.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use rusqlite::{Connection, TransactionBehavior, params};
 
@@ -28,6 +28,7 @@ pub(super) fn apply_batch(writer: &mut Writer, batch: &WriteBatch) -> Result<Bat
         refuse_stale(&transaction, &batch.read_set)?;
     }
     write_documents(&transaction, batch)?;
+    record_document_changes(&transaction, batch)?;
     write_bulk_rows(&transaction, batch)?;
     write_state(&transaction, batch)?;
     transaction.commit().map_err(from_sqlite)?;
@@ -111,6 +112,32 @@ fn write_documents(connection: &Connection, batch: &WriteBatch) -> Result<(), St
         }
         .map_err(from_sqlite)?;
     }
+    Ok(())
+}
+
+/// How many batches' change records are kept for document caches to catch up with.
+const DOCUMENT_CHANGES_KEPT: i64 = 1_000;
+
+/// Records which document keys the batch wrote, for the document caches of
+/// readers (see `document_cache`), and forgets the oldest records.
+fn record_document_changes(connection: &Connection, batch: &WriteBatch) -> Result<(), StoreError> {
+    if batch.documents.is_empty() {
+        return Ok(());
+    }
+    let keys: BTreeSet<&str> = batch.documents.iter().map(|write| write.key.as_str()).collect();
+    let keys = serde_json::to_string(&keys)
+        .map_err(|error| StoreError::Corrupt(format!("cannot encode document keys: {error}")))?;
+    connection
+        // The key is the rowid: SQLite numbers the row one past the newest.
+        .prepare_cached("INSERT INTO document_changes (keys) VALUES (?1)")
+        .and_then(|mut statement| statement.execute([keys]))
+        .map_err(from_sqlite)?;
+    connection
+        .prepare_cached(
+            "DELETE FROM document_changes WHERE sequence <= (SELECT max(sequence) FROM document_changes) - ?1",
+        )
+        .and_then(|mut statement| statement.execute([DOCUMENT_CHANGES_KEPT]))
+        .map_err(from_sqlite)?;
     Ok(())
 }
 

@@ -16,10 +16,13 @@ fn the_readme_first_session_works_against_the_real_service() {
     assert_eq!(status, 200, "{body}");
     assert!(headers.iter().any(|(name, value)| name == "x-ratelimit-limit" && value == "60"), "{headers:?}");
     let profile: serde_json::Value = serde_json::from_str(&body).expect("json");
+    let first_read = body;
     assert_eq!(profile["holders"].as_array().map(Vec::len), Some(3));
 
     let (status, _, body) = service.request("GET", "/rights/SANDBOX-LCC-0002", &[], "");
     assert_eq!(status, 401, "{body}");
+    let (status, _, again) = service.request("GET", "/rights/SANDBOX-LCC-0002", &[("x-api-key", &key)], "");
+    assert_eq!((status, &again), (200, &first_read), "the cached profile is the one read first");
 
     let (status, _, body) = http(&service.admin, "GET", "/healthz", &[], "");
     assert_eq!((status, body.as_str()), (200, "ok\n"));
@@ -31,15 +34,22 @@ fn the_readme_first_session_works_against_the_real_service() {
         headers.iter().any(|(name, value)| name == "content-type" && value.starts_with("text/plain; version=0.0.4"))
     );
     for expected in [
-        "lcc_http_requests_total{method=\"GET\",route=\"/api/v1/public/v1/rights/{lccId}\",status=\"200\"} 1",
+        "lcc_http_requests_total{method=\"GET\",route=\"/api/v1/public/v1/rights/{lccId}\",status=\"200\"} 2",
         "lcc_http_requests_total{method=\"GET\",route=\"/api/v1/public/v1/rights/{lccId}\",status=\"401\"} 1",
         "lcc_http_authentication_failures_total 1",
         "lcc_http_request_duration_seconds_bucket",
         "lcc_store_read_duration_seconds_count{operation=\"rights_profiles\"}",
         "lcc_build_info{version=",
+        "lcc_document_cache_misses_total",
+        "lcc_document_cache_bytes",
     ] {
         assert!(metrics.contains(expected), "{expected} missing from:\n{metrics}");
     }
+    let hits = metrics
+        .lines()
+        .find_map(|line| line.strip_prefix("lcc_document_cache_hits_total "))
+        .and_then(|value| value.parse::<u64>().ok());
+    assert!(hits.is_some_and(|hits| hits >= 1), "the repeated read was answered from memory:\n{metrics}");
     external_check("promtool", &["check", "metrics"], &metrics);
     let (status, _, _) = http(&service.address, "GET", "/metrics", &[], "");
     assert_eq!(status, 404, "metrics are on the admin listener only");

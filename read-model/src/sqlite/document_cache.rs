@@ -1,0 +1,244 @@
+//! Documents a reading process has read, held in memory until a batch
+//! changes them.
+//!
+//! A point read from SQLite descends two B-trees of a file much larger than
+//! the CPU's caches, and under load that was the largest part of the query
+//! API's time per lookup (README, "Query API"). This cache answers repeated
+//! reads of a document from memory, within a bound in bytes (S3-FIFO
+//! eviction, by `quick_cache`).
+//!
+//! It never serves a document older than a pooled reader's snapshot may be.
+//! Every batch write records, in its own transaction, the keys of the
+//! documents it wrote (`document_changes`: one row per batch, numbered in
+//! commit order). Before it answers from memory, the cache applies the
+//! records committed since it last looked, dropping those keys. It looks
+//! again once [`SNAPSHOT_REUSE`] has passed, and after every write that this
+//! process makes: the freshness a pooled reader gives. A document read from
+//! a snapshot is kept only if no record newer than that snapshot has been
+//! applied, or the record's drop would be undone. A cache that finds records
+//! missing (forgotten while it was idle, or a model file created anew)
+//! drops everything.
+//!
+//! This module reads only the change records itself; documents come from
+//! the reader pool. It must never hold a document that it cannot prove
+//! unchanged since it was read.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock, TryLockError};
+use std::time::Instant;
+
+use quick_cache::sync::Cache;
+use quick_cache::{Equivalent, Weighter};
+use rusqlite::Connection;
+
+use super::connections::{PageAccess, open_reader};
+use super::reader_pool::{ReaderPool, SNAPSHOT_REUSE};
+use super::reads;
+use crate::documents::DocumentKind;
+use crate::store::{Body, DocumentCacheStatistics, StoreError};
+
+/// Pending batch records above which dropping everything is cheaper than
+/// dropping their keys one by one.
+const MAX_RECORDS_APPLIED: i64 = 64;
+
+/// Memory an entry takes beside its key and body (map slot, allocations).
+const ENTRY_OVERHEAD_BYTES: u64 = 64;
+
+/// Applied-through value before the first refresh: nothing may be kept yet.
+const NOTHING_APPLIED: i64 = i64::MIN;
+
+/// The documents of one model file held in memory.
+#[derive(Debug)]
+pub(super) struct DocumentCache {
+    path: PathBuf,
+    entries: Cache<CachedDocument, Body, BodyWeight>,
+    /// The newest change record applied to `entries`.
+    applied_through: RwLock<i64>,
+    /// A connection outside any transaction, so each refresh sees the newest commit.
+    refresher: Mutex<Option<Connection>>,
+    epoch: Instant,
+    /// Until when, in nanoseconds since `epoch`, the last refresh vouches for the entries.
+    fresh_until: AtomicU64,
+    /// The reader pool's write generation that the last refresh saw.
+    refreshed_generation: AtomicU64,
+    counters: Arc<DocumentCacheCounters>,
+}
+
+/// What the caches of one store have done, counted across model versions.
+#[derive(Debug, Default)]
+pub(super) struct DocumentCacheCounters {
+    hits: AtomicU64,
+    misses: AtomicU64,
+    resets: AtomicU64,
+}
+
+impl DocumentCacheCounters {
+    /// The counters, with `bytes` held by the cache being read now.
+    pub(super) fn statistics(&self, bytes: u64) -> DocumentCacheStatistics {
+        DocumentCacheStatistics {
+            hits: self.hits.load(Ordering::Relaxed),
+            misses: self.misses.load(Ordering::Relaxed),
+            resets: self.resets.load(Ordering::Relaxed),
+            bytes,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct CachedDocument {
+    kind: DocumentKind,
+    key: Box<str>,
+}
+
+/// A borrowed [`CachedDocument`], so that a lookup allocates nothing. Its
+/// fields hash exactly as the owned key's do.
+#[derive(Hash)]
+struct DocumentLookup<'a> {
+    kind: DocumentKind,
+    key: &'a str,
+}
+
+impl Equivalent<CachedDocument> for DocumentLookup<'_> {
+    fn equivalent(&self, cached: &CachedDocument) -> bool {
+        self.kind == cached.kind && self.key == &*cached.key
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct BodyWeight;
+
+impl Weighter<CachedDocument, Body> for BodyWeight {
+    fn weight(&self, cached: &CachedDocument, body: &Body) -> u64 {
+        (cached.key.len() + body.len()) as u64 + ENTRY_OVERHEAD_BYTES
+    }
+}
+
+impl DocumentCache {
+    /// A cache of the documents of the model file at `path`, holding up to
+    /// `capacity_bytes` and counting into `counters`.
+    pub(super) fn new(path: PathBuf, capacity_bytes: u64, counters: Arc<DocumentCacheCounters>) -> DocumentCache {
+        let estimated_entries = usize::try_from(capacity_bytes / 2_048).unwrap_or(usize::MAX).max(16);
+        DocumentCache {
+            path,
+            entries: Cache::with_weighter(estimated_entries, capacity_bytes, BodyWeight),
+            applied_through: RwLock::new(NOTHING_APPLIED),
+            refresher: Mutex::new(None),
+            epoch: Instant::now(),
+            fresh_until: AtomicU64::new(0),
+            refreshed_generation: AtomicU64::new(0),
+            counters,
+        }
+    }
+
+    /// One document: from memory when the cache can vouch for it, else from
+    /// `readers` (and then kept).
+    pub(super) fn document(
+        &self,
+        readers: &ReaderPool,
+        kind: DocumentKind,
+        key: &str,
+    ) -> Result<Option<Body>, StoreError> {
+        let write_generation = readers.write_generation();
+        if !self.is_fresh(write_generation) && !self.refresh(write_generation) {
+            return readers.with(|connection| reads::document(connection, kind, key));
+        }
+        if let Some(body) = self.entries.get(&DocumentLookup { kind, key }) {
+            self.counters.hits.fetch_add(1, Ordering::Relaxed);
+            return Ok(Some(body));
+        }
+        self.counters.misses.fetch_add(1, Ordering::Relaxed);
+        let (body, read_at) = readers.with(|connection| {
+            Ok((reads::document(connection, kind, key)?, reads::latest_document_change(connection)?))
+        })?;
+        if let Some(body) = &body {
+            self.keep(kind, key, body, read_at);
+        }
+        Ok(body)
+    }
+
+    /// The bytes held, keys and bodies.
+    pub(super) fn bytes(&self) -> u64 {
+        self.entries.weight()
+    }
+
+    fn now(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    fn is_fresh(&self, write_generation: u64) -> bool {
+        self.refreshed_generation.load(Ordering::Acquire) == write_generation
+            && self.now() < self.fresh_until.load(Ordering::Acquire)
+    }
+
+    /// Keeps a document read from a snapshot that had seen change record
+    /// `read_at`, unless a newer record has been applied since.
+    fn keep(&self, kind: DocumentKind, key: &str, body: &Body, read_at: i64) {
+        // Held while inserting, so no refresh can apply a record in between.
+        let applied_through = self.applied_through.read().unwrap_or_else(PoisonError::into_inner);
+        if *applied_through != NOTHING_APPLIED && read_at >= *applied_through {
+            self.entries.insert(CachedDocument { kind, key: key.into() }, body.clone());
+        }
+    }
+
+    /// Applies the change records committed since the last refresh. False
+    /// when the cache cannot vouch for its entries now: another thread is
+    /// refreshing, or the records cannot be read.
+    fn refresh(&self, write_generation: u64) -> bool {
+        let mut refresher = match self.refresher.try_lock() {
+            Ok(refresher) => refresher,
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(TryLockError::WouldBlock) => return false,
+        };
+        let started = self.now();
+        match self.apply_new_records(&mut refresher) {
+            Ok(()) => {
+                self.refreshed_generation.store(write_generation, Ordering::Release);
+                let reuse = u64::try_from(SNAPSHOT_REUSE.as_nanos()).unwrap_or(u64::MAX);
+                self.fresh_until.store(started.saturating_add(reuse), Ordering::Release);
+                true
+            }
+            Err(_) => {
+                // The entries stay, unvouched: reads go to the store, which
+                // reports any failure, until a refresh succeeds. The
+                // connection is opened afresh in case it is broken.
+                *refresher = None;
+                false
+            }
+        }
+    }
+
+    fn apply_new_records(&self, refresher: &mut Option<Connection>) -> Result<(), StoreError> {
+        let connection = match refresher {
+            Some(connection) => connection,
+            None => refresher.insert(open_reader(&self.path, PageAccess::Copied)?),
+        };
+        let applied = *self.applied_through.read().unwrap_or_else(PoisonError::into_inner);
+        let latest = reads::latest_document_change(connection)?;
+        if latest == applied {
+            return Ok(());
+        }
+        let catch_up = applied != NOTHING_APPLIED && latest > applied && latest - applied <= MAX_RECORDS_APPLIED;
+        let records = if catch_up { reads::document_changes(connection, applied, latest)? } else { Vec::new() };
+        // Records numbered one after another, none missing: drop their keys.
+        // Anything else (a first look, a gap, a file created anew): drop all.
+        let contiguous = catch_up
+            && records.len() as i64 == latest - applied
+            && records.iter().zip(applied + 1..).all(|((sequence, _), expected)| *sequence == expected);
+        let mut applied_through = self.applied_through.write().unwrap_or_else(PoisonError::into_inner);
+        if contiguous {
+            for (_, keys) in &records {
+                for key in keys {
+                    for kind in DocumentKind::ALL {
+                        self.entries.remove(&DocumentLookup { kind, key });
+                    }
+                }
+            }
+        } else if applied != NOTHING_APPLIED {
+            self.entries.clear();
+            self.counters.resets.fetch_add(1, Ordering::Relaxed);
+        }
+        *applied_through = latest;
+        Ok(())
+    }
+}
