@@ -7,9 +7,11 @@
 #   scripts/bench-api.sh [WORKS] [SECONDS] [CONNECTIONS]
 #
 # Defaults: 100,000 works, 3 rounds of 20 s per server, 64 connections. The
-# two servers are measured in alternation (API, ceiling, API, ...) and the
-# median round of each is reported, because back-to-back runs on these
-# machines vary by up to 30%. wrk, the service and the ceiling share the
+# API runs twice, with its document cache (the default) and without it
+# (`--document-cache-mib 0`: every lookup reads SQLite). The three servers
+# are measured in alternation (API, API without cache, ceiling, API, ...)
+# and the median round of each is reported, because back-to-back runs on
+# these machines vary by up to 30%. wrk, the service and the ceiling share the
 # machine's cores. Nothing asserts on the figures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,6 +47,11 @@ RUST_LOG=warn "$query_api" serve --data-dir "$work_directory/data" --listen "127
     --admin-listen "127.0.0.1:$(free_port)" &
 pids+=($!)
 wait_for "http://127.0.0.1:$api_port/api/v1/public/v1/openapi.json"
+uncached_port=$(free_port)
+RUST_LOG=warn "$query_api" serve --data-dir "$work_directory/data" --listen "127.0.0.1:$uncached_port" \
+    --admin-listen "127.0.0.1:$(free_port)" --document-cache-mib 0 &
+pids+=($!)
+wait_for "http://127.0.0.1:$uncached_port/api/v1/public/v1/openapi.json"
 
 # The ceiling answers with a body as large as an average profile.
 size=$(python3 - "$api_port" "$works" <<'PY'
@@ -71,13 +78,14 @@ load() {
         --script scripts/bench/rights-lookups.lua "$1" >"$2"
 }
 # Warm both (page cache, memory maps, connections) before measuring.
-for port in "$api_port" "$ceiling_port"; do
+for port in "$api_port" "$uncached_port" "$ceiling_port"; do
     wrk --threads 2 --connections "$connections" --duration 5s --script scripts/bench/rights-lookups.lua \
         "http://127.0.0.1:$port" >/dev/null
 done
 for round in 1 2 3; do
-    echo "round $round: query API, then ceiling, ${seconds} s each ($connections connections)"
+    echo "round $round: query API, query API without cache, ceiling, ${seconds} s each ($connections connections)"
     load "http://127.0.0.1:$api_port" "$work_directory/api-$round.txt"
+    load "http://127.0.0.1:$uncached_port" "$work_directory/uncached-$round.txt"
     load "http://127.0.0.1:$ceiling_port" "$work_directory/ceiling-$round.txt"
 done
 
@@ -97,10 +105,11 @@ def median_round(name):
     rounds = sorted((read_round(f"{name}-{round}") for round in (1, 2, 3)), key=lambda result: result[0])
     print(f"{name:>8} rounds: " + ", ".join(f"{result[0]:,.0f}/s" for result in rounds))
     return rounds[1]
-api, ceiling = median_round("api"), median_round("ceiling")
+api, uncached, ceiling = median_round("api"), median_round("uncached"), median_round("ceiling")
 print(f"works: {works}, ceiling body: {size} bytes; median round of each:")
-for name, (rate, p50, p99, failed, requests) in (("query API", api), ("ceiling", ceiling)):
+for name, (rate, p50, p99, failed, requests) in (("query API", api), ("no cache", uncached), ("ceiling", ceiling)):
     print(f"{name:>10}: {rate:>10,.0f} requests/s   p50 {p50:6.2f} ms   p99 {p99:6.2f} ms   "
           f"non-2xx {failed} of {requests}")
 print(f"     ratio: {api[0] / ceiling[0]:.2f} (query API / ceiling)")
+print(f"   without: {uncached[0] / ceiling[0]:.2f} (query API without its document cache / ceiling)")
 PY
