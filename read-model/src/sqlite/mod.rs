@@ -71,6 +71,27 @@ struct VersionFile {
     state_readers: ReaderPool,
     /// Documents read through `readers`, made on the first document read.
     documents: OnceLock<DocumentCache>,
+    /// The file these connections opened, told apart from one created
+    /// anew under the same name (a version dropped and created again by
+    /// another process): see [`SqliteStore::forget_replaced_file`].
+    identity: OnceLock<FileIdentity>,
+}
+
+/// A file's device and inode. A file removed while this process still has
+/// it open keeps its inode, so a file created anew under its name has
+/// another one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileIdentity {
+    device: u64,
+    inode: u64,
+}
+
+impl FileIdentity {
+    fn of(path: &Path) -> Option<FileIdentity> {
+        use std::os::unix::fs::MetadataExt;
+        let metadata = std::fs::metadata(path).ok()?;
+        Some(FileIdentity { device: metadata.dev(), inode: metadata.ino() })
+    }
 }
 
 /// The writer connection, numbered so that a [`crate::CommitMark`] names
@@ -158,10 +179,15 @@ impl SqliteStore {
             .entry(version)
             .or_insert_with(|| {
                 let path = self.model_file(version);
+                let identity = OnceLock::new();
+                if let Some(found) = FileIdentity::of(&path) {
+                    let _ = identity.set(found);
+                }
                 Arc::new(VersionFile {
                     readers: ReaderPool::new(path.clone(), PageAccess::MemoryMapped),
                     state_readers: ReaderPool::new(path.clone(), PageAccess::Copied),
                     documents: OnceLock::new(),
+                    identity,
                     path,
                     writer: Mutex::new(None),
                 })
@@ -192,7 +218,30 @@ impl SqliteStore {
         })?;
         let version = version.map(ModelVersion);
         self.inner.active.record(version);
+        if let Some(version) = version {
+            self.forget_replaced_file(version);
+        }
         Ok(version)
+    }
+
+    /// Drops this process's connections (and document cache) of a version
+    /// whose file has been removed and created anew since they opened it,
+    /// so the next read opens the new file. Checked whenever the active
+    /// version is read from the catalog, so a version dropped and created
+    /// again by another process is followed as fast as an activation.
+    fn forget_replaced_file(&self, version: ModelVersion) {
+        let mut versions = self.inner.versions.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(file) = versions.get(&version) else { return };
+        let Some(current) = FileIdentity::of(&file.path) else { return };
+        match file.identity.get() {
+            Some(opened) if *opened != current => {
+                versions.remove(&version);
+            }
+            Some(_) => {}
+            None => {
+                let _ = file.identity.set(current);
+            }
+        }
     }
 
     /// Runs a read on the active version.
