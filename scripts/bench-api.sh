@@ -43,8 +43,9 @@ BENCH_API_KEY=$("$query_api" keys --data-dir "$work_directory/data" issue --part
 export BENCH_WORKS="$works"
 
 api_port=$(free_port)
+api_admin_port=$(free_port)
 RUST_LOG=warn "$query_api" serve --data-dir "$work_directory/data" --listen "127.0.0.1:$api_port" \
-    --admin-listen "127.0.0.1:$(free_port)" &
+    --admin-listen "127.0.0.1:$api_admin_port" &
 pids+=($!)
 wait_for "http://127.0.0.1:$api_port/api/v1/public/v1/openapi.json"
 uncached_port=$(free_port)
@@ -89,6 +90,8 @@ for round in 1 2 3; do
     load "http://127.0.0.1:$ceiling_port" "$work_directory/ceiling-$round.txt"
 done
 
+curl -s "http://127.0.0.1:$api_admin_port/metrics" >"$work_directory/api-metrics.txt"
+
 python3 - "$work_directory" "$size" "$works" <<'PY'
 import re, sys
 directory, size, works = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
@@ -112,4 +115,9 @@ for name, (rate, p50, p99, failed, requests) in (("query API", api), ("no cache"
           f"non-2xx {failed} of {requests}")
 print(f"     ratio: {api[0] / ceiling[0]:.2f} (query API / ceiling)")
 print(f"   without: {uncached[0] / ceiling[0]:.2f} (query API without its document cache / ceiling)")
+metrics = dict(line.split(" ", 1) for line in open(f"{directory}/api-metrics.txt").read().splitlines()
+               if line.startswith("lcc_document_cache_"))
+hits, misses = float(metrics["lcc_document_cache_hits_total"]), float(metrics["lcc_document_cache_misses_total"])
+print(f"     cache: {hits / max(hits + misses, 1):.4f} of {hits + misses:,.0f} document reads were hits, "
+      f"{float(metrics['lcc_document_cache_bytes']) / 2**20:,.0f} MiB held (warm-up included)")
 PY
