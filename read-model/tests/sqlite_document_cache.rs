@@ -20,7 +20,7 @@ const V1: ModelVersion = ModelVersion(1);
 const FRESHNESS_BOUND: Duration = Duration::from_millis(30);
 
 struct TwoProcesses {
-    _directory: tempfile::TempDir,
+    directory: tempfile::TempDir,
     projector: SqliteStore,
     api: SqliteStore,
 }
@@ -32,7 +32,7 @@ async fn two_processes(api_cache_bytes: u64) -> TwoProcesses {
     projector.create_model_version(V1).await.expect("create");
     projector.activate_model_version(V1).await.expect("activate");
     let api = SqliteStore::open_with_document_cache(directory.path(), api_cache_bytes).expect("open a second time");
-    TwoProcesses { _directory: directory, projector, api }
+    TwoProcesses { directory, projector, api }
 }
 
 fn profile(key: &str, body: Option<&str>) -> DocumentWrite {
@@ -127,6 +127,24 @@ async fn the_cache_holds_no_more_than_its_bound() {
     }
     let held = statistics(&stores.api).bytes;
     assert!(held > 0 && held <= bound, "{held} bytes held against a bound of {bound}");
+}
+
+#[tokio::test]
+async fn a_model_file_without_change_records_is_read_without_the_cache() {
+    let stores = two_processes(1 << 20).await;
+    write(&stores.projector, vec![profile("LCC-1", Some("first"))]).await;
+    // As a file written before change records existed, and not migrated since.
+    let file = stores.directory.path().join("model-v1.sqlite");
+    rusqlite::Connection::open(&file).expect("open").execute_batch("DROP TABLE document_changes").expect("drop");
+    assert_eq!(read(&stores.api, "LCC-1").await.as_deref(), Some("first"));
+    assert_eq!(read(&stores.api, "LCC-1").await.as_deref(), Some("first"));
+    rusqlite::Connection::open(&file)
+        .expect("open")
+        .execute("UPDATE rights_profiles SET body = CAST('second' AS BLOB) WHERE id = 'LCC-1'", [])
+        .expect("update");
+    tokio::time::sleep(FRESHNESS_BOUND).await;
+    assert_eq!(read(&stores.api, "LCC-1").await.as_deref(), Some("second"), "nothing stale was kept");
+    assert_eq!(statistics(&stores.api), DocumentCacheStatistics::default(), "every read went to the store");
 }
 
 #[tokio::test]

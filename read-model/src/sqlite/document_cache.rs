@@ -26,7 +26,7 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock, TryLockError};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use quick_cache::sync::Cache;
 use quick_cache::{Equivalent, Weighter};
@@ -48,6 +48,11 @@ const ENTRY_OVERHEAD_BYTES: u64 = 64;
 /// Applied-through value before the first refresh: nothing may be kept yet.
 const NOTHING_APPLIED: i64 = i64::MIN;
 
+/// How long reads go straight to the store after a refresh failed (a model
+/// file that has no change records yet, say), rather than each read opening
+/// a connection to try again.
+const RETRY_REFRESH_AFTER: Duration = Duration::from_secs(1);
+
 /// The documents of one model file held in memory.
 #[derive(Debug)]
 pub(super) struct DocumentCache {
@@ -62,6 +67,8 @@ pub(super) struct DocumentCache {
     fresh_until: AtomicU64,
     /// The reader pool's write generation that the last refresh saw.
     refreshed_generation: AtomicU64,
+    /// Until when, in nanoseconds since `epoch`, no refresh is tried after one failed.
+    refresh_failed_until: AtomicU64,
     counters: Arc<DocumentCacheCounters>,
 }
 
@@ -127,6 +134,7 @@ impl DocumentCache {
             epoch: Instant::now(),
             fresh_until: AtomicU64::new(0),
             refreshed_generation: AtomicU64::new(0),
+            refresh_failed_until: AtomicU64::new(0),
             counters,
         }
     }
@@ -185,6 +193,9 @@ impl DocumentCache {
     /// when the cache cannot vouch for its entries now: another thread is
     /// refreshing, or the records cannot be read.
     fn refresh(&self, write_generation: u64) -> bool {
+        if self.now() < self.refresh_failed_until.load(Ordering::Acquire) {
+            return false;
+        }
         let mut refresher = match self.refresher.try_lock() {
             Ok(refresher) => refresher,
             Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
@@ -203,6 +214,8 @@ impl DocumentCache {
                 // reports any failure, until a refresh succeeds. The
                 // connection is opened afresh in case it is broken.
                 *refresher = None;
+                let retry = u64::try_from(RETRY_REFRESH_AFTER.as_nanos()).unwrap_or(u64::MAX);
+                self.refresh_failed_until.store(self.now().saturating_add(retry), Ordering::Release);
                 false
             }
         }
