@@ -4,7 +4,7 @@
 //! Routes are labelled by their template (`/rights/{lccId}`), never by the
 //! concrete path, so label cardinality stays fixed.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use async_trait::async_trait;
@@ -39,6 +39,8 @@ struct DocumentCacheMetrics {
     misses: IntCounter,
     resets: IntCounter,
     bytes: IntGauge,
+    /// Held while the series catch up, so two scrapes at once add each increase once.
+    catching_up: Mutex<()>,
 }
 
 impl Metrics {
@@ -72,6 +74,7 @@ impl Metrics {
                 "Times the document cache was emptied, having fallen behind the projector's batches.",
             )?,
             bytes: IntGauge::new("lcc_document_cache_bytes", "Bytes of documents held in memory.")?,
+            catching_up: Mutex::new(()),
         };
         let build_info =
             IntGaugeVec::new(Opts::new("lcc_build_info", "Always 1; labels name the running build."), &["version"])?;
@@ -100,6 +103,7 @@ impl Metrics {
     /// Brings the document cache series up to the store's counters.
     pub fn record_document_cache(&self, statistics: DocumentCacheStatistics) {
         let metrics = &self.document_cache;
+        let _catching_up = metrics.catching_up.lock().unwrap_or_else(PoisonError::into_inner);
         for (counter, total) in [
             (&metrics.hits, statistics.hits),
             (&metrics.misses, statistics.misses),
@@ -210,5 +214,28 @@ impl DocumentReads for MeteredReads {
 
     fn document_cache_statistics(&self) -> Option<DocumentCacheStatistics> {
         self.inner.document_cache_statistics()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn series(rendered: &str, name: &str) -> Option<String> {
+        rendered.lines().find_map(|line| line.strip_prefix(&format!("{name} ")).map(str::to_owned))
+    }
+
+    #[test]
+    fn document_cache_series_follow_the_store_counters_without_counting_twice() {
+        let metrics = Metrics::new().expect("metrics");
+        let statistics = DocumentCacheStatistics { hits: 7, misses: 3, resets: 1, bytes: 4_096 };
+        metrics.record_document_cache(statistics);
+        metrics.record_document_cache(statistics);
+        metrics.record_document_cache(DocumentCacheStatistics { hits: 9, bytes: 2_048, ..statistics });
+        let rendered = metrics.render();
+        assert_eq!(series(&rendered, "lcc_document_cache_hits_total").as_deref(), Some("9"));
+        assert_eq!(series(&rendered, "lcc_document_cache_misses_total").as_deref(), Some("3"));
+        assert_eq!(series(&rendered, "lcc_document_cache_resets_total").as_deref(), Some("1"));
+        assert_eq!(series(&rendered, "lcc_document_cache_bytes").as_deref(), Some("2048"));
     }
 }
