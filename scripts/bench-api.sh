@@ -42,17 +42,20 @@ BENCH_API_KEY=$("$query_api" keys --data-dir "$work_directory/data" issue --part
     --scopes rights:read --rate-limit 1000000000 2>/dev/null)
 export BENCH_WORKS="$works"
 
+# Starts the query API on PORT with its admin listener on ADMIN_PORT (and any further flags).
+start_api() {
+    local port="$1" admin_port="$2"
+    shift 2
+    RUST_LOG=warn "$query_api" serve --data-dir "$work_directory/data" --listen "127.0.0.1:$port" \
+        --admin-listen "127.0.0.1:$admin_port" "$@" &
+    pids+=($!)
+    wait_for "http://127.0.0.1:$port/api/v1/public/v1/openapi.json"
+}
 api_port=$(free_port)
 api_admin_port=$(free_port)
-RUST_LOG=warn "$query_api" serve --data-dir "$work_directory/data" --listen "127.0.0.1:$api_port" \
-    --admin-listen "127.0.0.1:$api_admin_port" &
-pids+=($!)
-wait_for "http://127.0.0.1:$api_port/api/v1/public/v1/openapi.json"
+start_api "$api_port" "$api_admin_port"
 uncached_port=$(free_port)
-RUST_LOG=warn "$query_api" serve --data-dir "$work_directory/data" --listen "127.0.0.1:$uncached_port" \
-    --admin-listen "127.0.0.1:$(free_port)" --document-cache-mib 0 &
-pids+=($!)
-wait_for "http://127.0.0.1:$uncached_port/api/v1/public/v1/openapi.json"
+start_api "$uncached_port" "$(free_port)" --document-cache-mib 0
 
 # The ceiling answers with a body as large as an average profile.
 size=$(python3 - "$api_port" "$works" <<'PY'

@@ -244,10 +244,15 @@ impl SqliteStore {
         }
     }
 
+    /// The connections to the active version's file.
+    fn active_file(&self) -> Result<Arc<VersionFile>, StoreError> {
+        let version = self.read_active_version()?.ok_or(StoreError::NoActiveModelVersion)?;
+        Ok(self.version_file(version))
+    }
+
     /// Runs a read on the active version.
     fn read_active<T>(&self, read: impl FnOnce(&Connection) -> Result<T, StoreError>) -> Result<T, StoreError> {
-        let version = self.read_active_version()?.ok_or(StoreError::NoActiveModelVersion)?;
-        self.version_file(version).readers.with(read)
+        self.active_file()?.readers.with(read)
     }
 
     fn with_catalog_writer<T>(
@@ -264,8 +269,7 @@ impl SqliteStore {
 #[async_trait]
 impl DocumentReads for SqliteStore {
     async fn document(&self, kind: DocumentKind, key: &str) -> Result<Option<Body>, StoreError> {
-        let version = self.read_active_version()?.ok_or(StoreError::NoActiveModelVersion)?;
-        let file = self.version_file(version);
+        let file = self.active_file()?;
         if self.inner.document_cache_bytes == 0 {
             return file.readers.with(|connection| reads::document(connection, kind, key));
         }
@@ -307,7 +311,7 @@ impl DocumentReads for SqliteStore {
         if self.inner.document_cache_bytes == 0 {
             return None;
         }
-        let active = self.read_active_version().ok().flatten().map(|version| self.version_file(version));
+        let active = self.active_file().ok();
         let bytes = active.and_then(|file| file.documents.get().map(DocumentCache::bytes)).unwrap_or(0);
         Some(self.inner.document_cache_counters.statistics(bytes))
     }
