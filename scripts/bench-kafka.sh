@@ -5,6 +5,9 @@
 #
 #   scripts/bench-kafka.sh [WORKS]     (default 185000 works, about 1,000,000 events)
 #
+# PROJECTOR=path runs another projector build (copied out of target/) against
+# the same kind of stream, to compare builds in alternating runs.
+#
 # Needs tansu (see .ci/run) and the Python producer's packages
 # (tests/python-requirements.txt). Prints both rates and their ratio.
 set -euo pipefail
@@ -14,7 +17,7 @@ work_directory="$(mktemp -d)"
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work_directory"' EXIT
 
 cargo build --release --quiet -p projector --bin projector --example bare_consumer
-projector=target/release/projector
+projector="${PROJECTOR:-target/release/projector}"
 bare=target/release/examples/bare_consumer
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 tansu broker --listener-url "tcp://127.0.0.1:$port" --advertised-listener-url "tcp://127.0.0.1:$port" \

@@ -12,10 +12,15 @@
 //!
 //! A PASSIVE checkpoint never waits, but it cannot restart the log while the
 //! writer keeps appending to it, so the log would grow without bound. When
-//! it exceeds [`TRUNCATE_AFTER_FRAMES`], the thread runs a TRUNCATE
+//! it exceeds [`RESTART_AFTER_FRAMES`], the thread runs a RESTART
 //! checkpoint instead, which waits for the writer's current transaction and
 //! for readers to leave the log (a reader keeps its snapshot for at most
-//! 10 ms), then empties the log file.
+//! 10 ms); the writer's next commit then overwrites the log file from its
+//! start. The file is kept, not emptied: appending to an emptied log made
+//! the file system allocate blocks and zero the parts of them that a frame
+//! (8,216 bytes) leaves unwritten, 7% of the projector's CPU in `perf` when
+//! topics arrive interleaved, while overwriting pages still in the OS cache
+//! costs neither. [`LOG_FILE_LIMIT_BYTES`] bounds what the file keeps.
 //!
 //! This module must not write documents or state: it only moves pages from
 //! the log into the database file.
@@ -30,8 +35,13 @@ use super::connections::open_writer;
 use super::errors::from_sqlite;
 use crate::store::StoreError;
 
-/// Log size, in pages, above which the log is emptied (1 GiB of 8 KiB pages).
-pub(super) const TRUNCATE_AFTER_FRAMES: i64 = 131_072;
+/// Log size, in pages, above which the log restarts (1 GiB of 8 KiB pages).
+pub(super) const RESTART_AFTER_FRAMES: i64 = 131_072;
+
+/// The size the writer cuts its log file back to when the log restarts
+/// (`journal_size_limit`): the threshold's 1 GiB and room for the batches
+/// committed while a RESTART checkpoint waits for readers.
+pub(super) const LOG_FILE_LIMIT_BYTES: i64 = 1_280 * 1024 * 1024;
 
 /// The checkpointing thread of one writer connection; stopped and joined on drop.
 #[derive(Debug)]
@@ -42,8 +52,8 @@ pub(super) struct Checkpointer {
 
 impl Checkpointer {
     /// Starts checkpointing the file at `path` through a connection of its
-    /// own, emptying the log once it holds more than `truncate_after_frames` pages.
-    pub(super) fn start(path: &Path, truncate_after_frames: i64) -> Result<Checkpointer, StoreError> {
+    /// own, restarting the log once it holds more than `restart_after_frames` pages.
+    pub(super) fn start(path: &Path, restart_after_frames: i64) -> Result<Checkpointer, StoreError> {
         let connection = open_writer(path)?;
         // Open the log now, so the thread never creates files after the model is dropped.
         connection.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(())).map_err(from_sqlite)?;
@@ -51,7 +61,7 @@ impl Checkpointer {
         let (wake, woken) = std::sync::mpsc::sync_channel(1);
         let thread = std::thread::Builder::new()
             .name("sqlite-checkpoint".into())
-            .spawn(move || checkpoint_when_woken(&connection, &woken, truncate_after_frames))
+            .spawn(move || checkpoint_when_woken(&connection, &woken, restart_after_frames))
             .map_err(|error| StoreError::Unavailable(format!("cannot start the checkpoint thread: {error}")))?;
         Ok(Checkpointer { wake: Some(wake), thread: Some(thread) })
     }
@@ -75,12 +85,12 @@ impl Drop for Checkpointer {
     }
 }
 
-fn checkpoint_when_woken(connection: &Connection, woken: &Receiver<()>, truncate_after_frames: i64) {
+fn checkpoint_when_woken(connection: &Connection, woken: &Receiver<()>, restart_after_frames: i64) {
     while woken.recv().is_ok() {
         // A failed checkpoint leaves the pages in the log, where readers still
         // find them; the next wake-up tries again.
-        if checkpoint(connection, "PASSIVE").is_ok_and(|logged| logged > truncate_after_frames) {
-            let _ = checkpoint(connection, "TRUNCATE");
+        if checkpoint(connection, "PASSIVE").is_ok_and(|logged| logged > restart_after_frames) {
+            let _ = checkpoint(connection, "RESTART");
         }
     }
 }
@@ -113,8 +123,8 @@ mod tests {
             Model { directory, path, writer }
         }
 
-        fn checkpointer(&self, truncate_after_frames: i64) -> Checkpointer {
-            Checkpointer::start(&self.path, truncate_after_frames).expect("start")
+        fn checkpointer(&self, restart_after_frames: i64) -> Checkpointer {
+            Checkpointer::start(&self.path, restart_after_frames).expect("start")
         }
 
         fn database_size(&self) -> u64 {
@@ -136,7 +146,7 @@ mod tests {
     #[test]
     fn commits_are_moved_into_the_database_by_the_checkpoint_thread() {
         let model = Model::new();
-        let checkpointer = model.checkpointer(TRUNCATE_AFTER_FRAMES);
+        let checkpointer = model.checkpointer(RESTART_AFTER_FRAMES);
         for _ in 0..50 {
             model.writer.execute("INSERT INTO t (v) VALUES (zeroblob(20000))", []).expect("insert");
         }
@@ -160,7 +170,7 @@ mod tests {
     }
 
     #[test]
-    fn a_long_log_is_emptied() {
+    fn a_long_log_restarts_from_the_start_of_its_file() {
         let model = Model::new();
         let limit = 500;
         let checkpointer = model.checkpointer(limit);
@@ -173,20 +183,25 @@ mod tests {
                 limit + 100
             ))
             .expect("insert");
-        assert!(model.log_size() > (limit as u64) * 8192, "the log has grown");
+        let grown = model.log_size();
+        assert!(grown > (limit as u64) * 8192, "the log has grown");
         checkpointer.wake();
         drop(checkpointer);
-        assert_eq!(model.log_size(), 0, "the log was emptied");
+        model.writer.execute("INSERT INTO t (v) VALUES (zeroblob(7000))", []).expect("insert after the restart");
+        let (logged, moved) = model.log_frames();
+        assert!(logged < 10, "the next commit was logged from the start: {logged} pages in the log");
+        assert_eq!(logged, moved);
+        assert_eq!(model.log_size(), grown, "the file is kept to be overwritten");
         assert_eq!(
             model.writer.query_row("SELECT count(*) FROM t", [], |row| row.get::<_, i64>(0)).expect("count"),
-            limit + 100
+            limit + 101
         );
     }
 
     #[test]
     fn a_short_log_is_kept_for_the_writer_to_reuse() {
         let model = Model::new();
-        let checkpointer = model.checkpointer(TRUNCATE_AFTER_FRAMES);
+        let checkpointer = model.checkpointer(RESTART_AFTER_FRAMES);
         model.writer.execute("INSERT INTO t (v) VALUES (zeroblob(70000))", []).expect("insert");
         checkpointer.wake();
         drop(checkpointer);

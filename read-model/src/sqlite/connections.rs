@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
+use super::checkpointer::LOG_FILE_LIMIT_BYTES;
 use super::errors::from_sqlite;
 use crate::store::StoreError;
 
@@ -25,10 +26,13 @@ pub(super) fn open_writer(path: &Path) -> Result<Connection, StoreError> {
 }
 
 /// Opens the writer of a model file: its commits never checkpoint the log,
-/// a [`super::checkpointer::Checkpointer`] does.
+/// a [`super::checkpointer::Checkpointer`] does, and a log that restarts is
+/// cut back to [`LOG_FILE_LIMIT_BYTES`].
 pub(super) fn open_model_writer(path: &Path) -> Result<Connection, StoreError> {
     let connection = open_writer(path)?;
-    connection.execute_batch("PRAGMA wal_autocheckpoint = 0;").map_err(from_sqlite)?;
+    connection
+        .execute_batch(&format!("PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = {LOG_FILE_LIMIT_BYTES};"))
+        .map_err(from_sqlite)?;
     Ok(connection)
 }
 
@@ -89,5 +93,15 @@ mod tests {
         let copied = open_reader(&path, PageAccess::Copied).expect("copying reader");
         assert!(mmap_size(&mapped) > 0, "the document reader maps the file");
         assert_eq!(mmap_size(&copied), 0, "the state reader copies pages");
+    }
+
+    #[test]
+    fn a_model_writer_bounds_its_log_file_and_leaves_checkpoints_to_the_checkpointer() {
+        let directory = tempfile::tempdir().expect("temporary directory");
+        let writer = open_model_writer(&directory.path().join("model.sqlite")).expect("writer");
+        let pragma =
+            |name: &str| writer.query_row(&format!("PRAGMA {name}"), [], |row| row.get::<_, i64>(0)).expect(name);
+        assert_eq!(pragma("journal_size_limit"), LOG_FILE_LIMIT_BYTES);
+        assert_eq!(pragma("wal_autocheckpoint"), 0);
     }
 }

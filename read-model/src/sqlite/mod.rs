@@ -112,7 +112,7 @@ impl VersionFile {
         let mut slot = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
         if slot.is_none() {
             let connection = open_model_writer(&self.path)?;
-            let checkpointer = Checkpointer::start(&self.path, checkpointer::TRUNCATE_AFTER_FRAMES)?;
+            let checkpointer = Checkpointer::start(&self.path, checkpointer::RESTART_AFTER_FRAMES)?;
             *slot = Some(Writer { connection, id: NEXT_WRITER_ID.fetch_add(1, Ordering::Relaxed), checkpointer });
         }
         let writer = slot.as_mut().ok_or_else(|| StoreError::Unavailable("writer connection lost".into()))?;
