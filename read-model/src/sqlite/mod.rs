@@ -116,6 +116,7 @@ impl VersionFile {
             *slot = Some(Writer { connection, id: NEXT_WRITER_ID.fetch_add(1, Ordering::Relaxed), checkpointer });
         }
         let writer = slot.as_mut().ok_or_else(|| StoreError::Unavailable("writer connection lost".into()))?;
+        writer.checkpointer.wait_while_restarting();
         let result = write(writer);
         writer.checkpointer.wake();
         if matches!(result, Err(StoreError::Unavailable(_))) {
