@@ -16,16 +16,22 @@
 //! checkpoint instead, which waits for the writer's current transaction and
 //! for readers to leave the log (a reader keeps its snapshot for at most
 //! 10 ms); the writer's next commit then overwrites the log file from its
-//! start. A writer that begins its next transaction as soon as one commits
-//! leaves SQLite's busy handler, which polls, almost no moment to get in:
-//! measured, the log grew to 2.4 GiB before a restart won. So the writer
-//! calls [`Checkpointer::wait_while_restarting`] before each transaction,
-//! and the restart holds it back for the few milliseconds it needs once the
-//! current transaction has committed. The file is kept, not emptied: appending to an emptied log made
-//! the file system allocate blocks and zero the parts of them that a frame
-//! (8,216 bytes) leaves unwritten, 7% of the projector's CPU in `perf` when
-//! topics arrive interleaved, while overwriting pages still in the OS cache
-//! costs neither. [`LOG_FILE_LIMIT_BYTES`] bounds what the file keeps.
+//! start.
+//!
+//! A writer that begins its next transaction as soon as one commits leaves
+//! SQLite's busy handler, which polls, almost no moment to get in: measured,
+//! the log grew to 2.4 GiB before a restart won. So the writer calls
+//! [`Checkpointer::wait_while_restarting`] before each transaction, and a
+//! restart holds it back from the moment it starts waiting for the current
+//! transaction until it is done. Once a RESTART has the write lock, SQLite
+//! blocks new writers until it is done anyway; the checkpoint connection's
+//! busy timeout bounds the whole wait.
+//!
+//! The log file is kept, not emptied: appending to an emptied log made the
+//! file system allocate blocks and zero the parts of them that a frame
+//! (8,216 bytes) leaves unwritten, 7–11% of the projector's CPU in `perf`
+//! when topics arrive interleaved, while overwriting pages still in the OS
+//! cache costs neither. [`LOG_FILE_LIMIT_BYTES`] bounds what the file keeps.
 //!
 //! This module must not write documents or state: it only moves pages from
 //! the log into the database file.
@@ -107,14 +113,25 @@ fn checkpoint_when_woken(
     restarting: &Mutex<()>,
     restart_after_frames: i64,
 ) {
+    let mut logged_at_last_restart = None;
     while woken.recv().is_ok() {
         // A failed checkpoint leaves the pages in the log, where readers still
         // find them; the next wake-up tries again.
-        if checkpoint(connection, "PASSIVE").is_ok_and(|logged| logged > restart_after_frames) {
+        let Ok(logged) = checkpoint(connection, "PASSIVE") else { continue };
+        if restart_due(logged, restart_after_frames, logged_at_last_restart) {
             let _writer_held_back = restarting.lock().unwrap_or_else(PoisonError::into_inner);
-            let _ = checkpoint(connection, "RESTART");
+            logged_at_last_restart = checkpoint(connection, "RESTART").ok();
         }
     }
+}
+
+/// Whether a log of `logged` pages should restart. A log restarts at the
+/// writer's next commit, not at the checkpoint, so until then it still
+/// counts the pages it held at the last restart; restarting it again would
+/// hold the writer back for nothing. A log that has grown since (a reader
+/// kept it from restarting) is restarted again.
+fn restart_due(logged: i64, restart_after_frames: i64, logged_at_last_restart: Option<i64>) -> bool {
+    logged > restart_after_frames && logged_at_last_restart != Some(logged)
 }
 
 /// Runs a checkpoint; returns the number of pages in the log.
@@ -172,6 +189,15 @@ mod tests {
                 .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |row| Ok((row.get(1)?, row.get(2)?)))
                 .expect("checkpoint")
         }
+    }
+
+    #[test]
+    fn a_log_restarts_once_past_its_limit_and_not_again_before_the_writer_commits() {
+        assert!(!restart_due(500, 500, None), "at the limit");
+        assert!(restart_due(501, 500, None), "past the limit");
+        assert!(!restart_due(501, 500, Some(501)), "unchanged since its restart");
+        assert!(restart_due(600, 500, Some(501)), "grown since its restart");
+        assert!(!restart_due(20, 500, Some(501)), "restarted by the writer");
     }
 
     #[test]
