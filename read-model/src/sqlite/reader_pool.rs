@@ -13,7 +13,8 @@
 //! An idle reader must not hold its snapshot for long: while it does, SQLite
 //! cannot checkpoint the write-ahead log past it. A sweeper thread ends the
 //! snapshots of idle readers once they are older than [`SNAPSHOT_REUSE`]; it
-//! runs only while some idle reader holds one and exits with the pool.
+//! runs only while some idle reader holds one and exits with the pool. A
+//! dropped pool closes its idle connections at once.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -170,6 +171,16 @@ impl ReaderPool {
     }
 }
 
+impl Drop for ReaderPool {
+    /// Closes the idle connections here and now. The sweeper may hold the
+    /// pool for up to a second more, and a process that ends meanwhile would
+    /// leave its connections unclosed, so SQLite would not remove the log.
+    fn drop(&mut self) {
+        drop(std::mem::take(&mut *self.shared.lock_idle()));
+        self.shared.snapshot_parked.notify_one();
+    }
+}
+
 impl Shared {
     fn lock_idle(&self) -> MutexGuard<'_, Vec<Reader>> {
         self.idle.lock().unwrap_or_else(PoisonError::into_inner)
@@ -275,5 +286,18 @@ mod tests {
         writer.execute("INSERT INTO t VALUES (2)", []).expect("insert");
         let busy: i64 = writer.query_row("PRAGMA wal_checkpoint(RESTART)", [], |row| row.get(0)).expect("checkpoint");
         assert_eq!(busy, 0, "a reader still blocked the checkpoint");
+    }
+
+    #[test]
+    fn a_dropped_pool_closes_its_connections_at_once() {
+        let (directory, path, writer) = file_with_one_row();
+        let pool = ReaderPool::new(path, PageAccess::MemoryMapped);
+        // Parks a reader with a snapshot, which starts the sweeper; the sleep
+        // lets the sweeper reach its wait, where it holds the pool.
+        assert_eq!(count(&pool), 1);
+        std::thread::sleep(SNAPSHOT_REUSE / 2);
+        drop(pool);
+        drop(writer);
+        assert!(!directory.path().join("pool.sqlite-wal").exists(), "the last connection to close removes the log");
     }
 }
