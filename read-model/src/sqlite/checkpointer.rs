@@ -170,15 +170,19 @@ mod tests {
             std::fs::metadata(&self.path).expect("database file").len()
         }
 
+        fn log_path(&self) -> PathBuf {
+            self.directory.path().join("model.sqlite-wal")
+        }
+
         fn log_size(&self) -> u64 {
-            std::fs::metadata(self.directory.path().join("model.sqlite-wal")).expect("log").len()
+            std::fs::metadata(self.log_path()).expect("log").len()
         }
 
         /// The log header's checkpoint sequence number, which counts the
         /// times the log restarted (SQLite's file format, bytes 12 to 15).
         fn log_restarts(&self) -> u32 {
             let mut header = [0_u8; 16];
-            let mut log = std::fs::File::open(self.directory.path().join("model.sqlite-wal")).expect("log");
+            let mut log = std::fs::File::open(self.log_path()).expect("log");
             std::io::Read::read_exact(&mut log, &mut header).expect("log header");
             u32::from_be_bytes([header[12], header[13], header[14], header[15]])
         }

@@ -80,8 +80,9 @@ fn configure(connection: &Connection, cache_kib: i64) -> Result<(), StoreError> 
 mod tests {
     use super::*;
 
-    fn mmap_size(connection: &Connection) -> i64 {
-        connection.query_row("PRAGMA mmap_size", [], |row| row.get(0)).expect("mmap_size")
+    /// A connection's value of an integer pragma.
+    fn pragma(connection: &Connection, name: &str) -> i64 {
+        connection.query_row(&format!("PRAGMA {name}"), [], |row| row.get(0)).expect(name)
     }
 
     #[test]
@@ -91,17 +92,15 @@ mod tests {
         open_writer(&path).expect("writer").execute_batch("CREATE TABLE t (v INTEGER);").expect("table");
         let mapped = open_reader(&path, PageAccess::MemoryMapped).expect("mapped reader");
         let copied = open_reader(&path, PageAccess::Copied).expect("copying reader");
-        assert!(mmap_size(&mapped) > 0, "the document reader maps the file");
-        assert_eq!(mmap_size(&copied), 0, "the state reader copies pages");
+        assert!(pragma(&mapped, "mmap_size") > 0, "the document reader maps the file");
+        assert_eq!(pragma(&copied, "mmap_size"), 0, "the state reader copies pages");
     }
 
     #[test]
     fn a_model_writer_bounds_its_log_file_and_leaves_checkpoints_to_the_checkpointer() {
         let directory = tempfile::tempdir().expect("temporary directory");
         let writer = open_model_writer(&directory.path().join("model.sqlite")).expect("writer");
-        let pragma =
-            |name: &str| writer.query_row(&format!("PRAGMA {name}"), [], |row| row.get::<_, i64>(0)).expect(name);
-        assert_eq!(pragma("journal_size_limit"), LOG_FILE_LIMIT_BYTES);
-        assert_eq!(pragma("wal_autocheckpoint"), 0);
+        assert_eq!(pragma(&writer, "journal_size_limit"), LOG_FILE_LIMIT_BYTES);
+        assert_eq!(pragma(&writer, "wal_autocheckpoint"), 0);
     }
 }
