@@ -140,7 +140,7 @@ async fn a_model_file_without_change_records_is_read_without_the_cache() {
     assert_eq!(read(&stores.api, "LCC-1").await.as_deref(), Some("first"));
     rusqlite::Connection::open(&file)
         .expect("open")
-        .execute("UPDATE rights_profiles SET body = CAST('second' AS BLOB) WHERE id = 'LCC-1'", [])
+        .execute("UPDATE work_documents SET rights_profile = CAST('second' AS BLOB) WHERE id = 'LCC-1'", [])
         .expect("update");
     tokio::time::sleep(FRESHNESS_BOUND).await;
     assert_eq!(read(&stores.api, "LCC-1").await.as_deref(), Some("second"), "nothing stale was kept");

@@ -149,8 +149,8 @@ impl SqliteStore {
         std::fs::create_dir_all(&directory)
             .map_err(|error| StoreError::Unavailable(format!("cannot create {}: {error}", directory.display())))?;
         let catalog_path = directory.join("catalog.sqlite");
-        let catalog_writer = open_writer(&catalog_path)?;
-        schema::migrate_catalog(&catalog_writer)?;
+        let mut catalog_writer = open_writer(&catalog_path)?;
+        schema::migrate_catalog(&mut catalog_writer)?;
         Ok(SqliteStore {
             inner: Arc::new(Inner {
                 catalog_readers: ReaderPool::new(catalog_path, PageAccess::MemoryMapped),
@@ -351,9 +351,9 @@ impl ProjectionWrites for SqliteStore {
 #[async_trait]
 impl ModelVersions for SqliteStore {
     async fn migrate(&self) -> Result<(), StoreError> {
-        self.with_catalog_writer(|connection| schema::migrate_catalog(connection))?;
+        self.with_catalog_writer(schema::migrate_catalog)?;
         for info in self.model_versions().await? {
-            self.version_file(info.version).with_writer(|writer| schema::migrate_model(&writer.connection))?;
+            self.version_file(info.version).with_writer(|writer| schema::migrate_model(&mut writer.connection))?;
         }
         Ok(())
     }
@@ -377,7 +377,7 @@ impl ModelVersions for SqliteStore {
     }
 
     async fn create_model_version(&self, version: ModelVersion) -> Result<(), StoreError> {
-        self.version_file(version).with_writer(|writer| schema::migrate_model(&writer.connection))?;
+        self.version_file(version).with_writer(|writer| schema::migrate_model(&mut writer.connection))?;
         self.with_catalog_writer(|connection| {
             connection
                 .execute("INSERT OR IGNORE INTO model_versions (version) VALUES (?1)", [version.0])

@@ -15,22 +15,24 @@ use crate::store::{
     AggregateKey, Body, BulkPage, Checkpoint, IdentifierKind, PartyReferrer, StoreError, StoredAggregate,
 };
 
-/// The point read of each document table (written out, so no lookup formats SQL).
+/// The point read of each document kind (written out, so no lookup formats SQL).
 fn select_document(kind: DocumentKind) -> &'static str {
     match kind {
-        DocumentKind::RightsProfile => "SELECT body FROM rights_profiles WHERE id = ?1",
-        DocumentKind::Verification => "SELECT body FROM verification_inputs WHERE id = ?1",
-        DocumentKind::Metadata => "SELECT body FROM dublin_core_records WHERE id = ?1",
-        DocumentKind::Evidence => "SELECT body FROM evidence_inputs WHERE id = ?1",
+        DocumentKind::RightsProfile => "SELECT rights_profile FROM work_documents WHERE id = ?1",
+        DocumentKind::Verification => "SELECT verification FROM work_documents WHERE id = ?1",
+        DocumentKind::Metadata => "SELECT metadata FROM work_documents WHERE id = ?1",
+        DocumentKind::Evidence => "SELECT evidence FROM work_documents WHERE id = ?1",
         DocumentKind::LicenseStatus => "SELECT body FROM license_statuses WHERE id = ?1",
     }
 }
 
 pub(super) fn document(connection: &Connection, kind: DocumentKind, key: &str) -> Result<Option<Body>, StoreError> {
-    connection
+    // A work's row holds NULL for a kind it has no document of.
+    let body: Option<Option<Body>> = connection
         .prepare_cached(select_document(kind))
         .and_then(|mut statement| statement.query_row([key], |row| row.get(0)).optional())
-        .map_err(from_sqlite)
+        .map_err(from_sqlite)?;
+    Ok(body.flatten())
 }
 
 pub(super) fn provenance(connection: &Connection, lcc_id: &str) -> Result<Vec<Body>, StoreError> {
@@ -200,11 +202,18 @@ pub(super) fn document_changes(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sqlite::schema;
 
     #[test]
-    fn each_document_read_names_its_own_table() {
+    fn each_document_read_names_the_column_its_kind_is_written_to() {
         for kind in DocumentKind::ALL {
-            assert_eq!(select_document(kind), format!("SELECT body FROM {} WHERE id = ?1", kind.table()));
+            let expected = match schema::work_document_column(kind) {
+                Some(position) => {
+                    format!("SELECT {} FROM work_documents WHERE id = ?1", schema::WORK_DOCUMENT_COLUMNS[position].1)
+                }
+                None => format!("SELECT body FROM {} WHERE id = ?1", kind.table()),
+            };
+            assert_eq!(select_document(kind), expected);
         }
     }
 }

@@ -1,37 +1,148 @@
 //! The SQLite DDL (from `schemas/sqlite/`) and its idempotent application.
 //!
 //! `PRAGMA user_version` records the schema revision of each file, so that a
-//! binary refuses a file written by a newer one instead of misreading it.
+//! binary refuses a file written by a newer one instead of misreading it,
+//! and upgrades a file written by an older one in the transaction that
+//! applies the DDL.
 
-use rusqlite::Connection;
+use rusqlite::{Connection, TransactionBehavior};
 
 use super::errors::from_sqlite;
+use crate::documents::DocumentKind;
 use crate::store::StoreError;
 
 /// The catalog DDL, exactly as committed.
 pub const CATALOG_DDL: &str = include_str!("../../../schemas/sqlite/catalog.sql");
 /// The model-version DDL, exactly as committed.
 pub const MODEL_DDL: &str = include_str!("../../../schemas/sqlite/model.sql");
+/// Moves a revision-1 model file's documents into the rows of revision 2.
+const MODEL_REVISION_2_UPGRADE: &str = include_str!("../../../schemas/sqlite/model-revision-2.sql");
 
-/// The schema revision this binary writes and reads.
-const SCHEMA_REVISION: i64 = 1;
+/// The schema revision this binary writes and reads. Revision 2 keeps a
+/// work's four documents in one row (`work_documents`).
+const SCHEMA_REVISION: i64 = 2;
 
-pub(super) fn migrate_catalog(connection: &Connection) -> Result<(), StoreError> {
-    migrate(connection, CATALOG_DDL)
+pub(super) fn migrate_catalog(connection: &mut Connection) -> Result<(), StoreError> {
+    migrate(connection, CATALOG_DDL, &[])
 }
 
-pub(super) fn migrate_model(connection: &Connection) -> Result<(), StoreError> {
-    migrate(connection, MODEL_DDL)
+pub(super) fn migrate_model(connection: &mut Connection) -> Result<(), StoreError> {
+    migrate(connection, MODEL_DDL, &[(1, MODEL_REVISION_2_UPGRADE)])
 }
 
-fn migrate(connection: &Connection, ddl: &str) -> Result<(), StoreError> {
-    let revision: i64 = connection.query_row("PRAGMA user_version", [], |row| row.get(0)).map_err(from_sqlite)?;
+/// Applies `ddl`, then each upgrade whose revision is the file's, in one
+/// transaction. The revision is read inside it, so two processes that
+/// migrate one file at once cannot both upgrade it.
+fn migrate(connection: &mut Connection, ddl: &str, upgrades: &[(i64, &str)]) -> Result<(), StoreError> {
+    let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate).map_err(from_sqlite)?;
+    let revision: i64 = transaction.query_row("PRAGMA user_version", [], |row| row.get(0)).map_err(from_sqlite)?;
     if revision > SCHEMA_REVISION {
         return Err(StoreError::Corrupt(format!(
             "schema revision {revision} is newer than this program's {SCHEMA_REVISION}"
         )));
     }
-    connection
-        .execute_batch(&format!("BEGIN IMMEDIATE; {ddl}; PRAGMA user_version = {SCHEMA_REVISION}; COMMIT;"))
-        .map_err(from_sqlite)
+    transaction.execute_batch(ddl).map_err(from_sqlite)?;
+    for (from_revision, upgrade) in upgrades {
+        // A fresh file (revision 0) has just been created at the newest revision.
+        if revision != 0 && revision <= *from_revision {
+            transaction.execute_batch(upgrade).map_err(from_sqlite)?;
+        }
+    }
+    transaction.execute_batch(&format!("PRAGMA user_version = {SCHEMA_REVISION}")).map_err(from_sqlite)?;
+    transaction.commit().map_err(from_sqlite)
+}
+
+/// The column of `work_documents` holding each of a work's document kinds,
+/// in column order. License statuses, keyed by license id, have a table of
+/// their own.
+pub(super) const WORK_DOCUMENT_COLUMNS: [(DocumentKind, &str); 4] = [
+    (DocumentKind::RightsProfile, "rights_profile"),
+    (DocumentKind::Verification, "verification"),
+    (DocumentKind::Metadata, "metadata"),
+    (DocumentKind::Evidence, "evidence"),
+];
+
+/// The position of `kind` among [`WORK_DOCUMENT_COLUMNS`], or `None` for a
+/// kind kept in a table of its own.
+pub(super) fn work_document_column(kind: DocumentKind) -> Option<usize> {
+    WORK_DOCUMENT_COLUMNS.iter().position(|(work_kind, _)| *work_kind == kind)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sqlite::reads;
+
+    fn revision(connection: &Connection) -> i64 {
+        connection.query_row("PRAGMA user_version", [], |row| row.get(0)).expect("revision")
+    }
+
+    /// A model file as revision 1 wrote it: one table per document kind.
+    fn revision_1_model() -> Connection {
+        let connection = Connection::open_in_memory().expect("open");
+        connection
+            .execute_batch(
+                "CREATE TABLE rights_profiles (id TEXT PRIMARY KEY, body BLOB NOT NULL);
+                 CREATE TABLE verification_inputs (id TEXT PRIMARY KEY, body BLOB NOT NULL);
+                 CREATE TABLE dublin_core_records (id TEXT PRIMARY KEY, body BLOB NOT NULL);
+                 CREATE TABLE evidence_inputs (id TEXT PRIMARY KEY, body BLOB NOT NULL);
+                 CREATE TABLE license_statuses (id TEXT PRIMARY KEY, body BLOB NOT NULL);
+                 INSERT INTO rights_profiles VALUES ('LCC-1', CAST('profile 1' AS BLOB));
+                 INSERT INTO evidence_inputs VALUES ('LCC-1', CAST('evidence 1' AS BLOB));
+                 INSERT INTO dublin_core_records VALUES ('LCC-2', CAST('metadata 2' AS BLOB));
+                 INSERT INTO verification_inputs VALUES ('LCC-3', CAST('verification 3' AS BLOB));
+                 INSERT INTO license_statuses VALUES ('LIC-1', CAST('license 1' AS BLOB));
+                 PRAGMA user_version = 1;",
+            )
+            .expect("revision 1");
+        connection
+    }
+
+    fn read(connection: &Connection, kind: DocumentKind, key: &str) -> Option<String> {
+        reads::document(connection, kind, key).expect("read").map(|body| String::from_utf8(body).expect("text"))
+    }
+
+    #[test]
+    fn a_revision_1_model_keeps_every_document_when_upgraded() {
+        let mut connection = revision_1_model();
+        migrate_model(&mut connection).expect("upgrade");
+        migrate_model(&mut connection).expect("a second migration does nothing");
+        assert_eq!(revision(&connection), SCHEMA_REVISION);
+        let expected = [
+            (DocumentKind::RightsProfile, "LCC-1", Some("profile 1")),
+            (DocumentKind::Evidence, "LCC-1", Some("evidence 1")),
+            (DocumentKind::Verification, "LCC-1", None),
+            (DocumentKind::Metadata, "LCC-2", Some("metadata 2")),
+            (DocumentKind::RightsProfile, "LCC-2", None),
+            (DocumentKind::Verification, "LCC-3", Some("verification 3")),
+            (DocumentKind::LicenseStatus, "LIC-1", Some("license 1")),
+        ];
+        for (kind, key, body) in expected {
+            assert_eq!(read(&connection, kind, key).as_deref(), body, "{kind:?} of {key}");
+        }
+        let rows: i64 =
+            connection.query_row("SELECT count(*) FROM work_documents", [], |row| row.get(0)).expect("count");
+        assert_eq!(rows, 3, "one row per work");
+        let old_tables: i64 = connection
+            .query_row(
+                "SELECT count(*) FROM sqlite_schema WHERE name IN \
+                 ('rights_profiles', 'verification_inputs', 'dublin_core_records', 'evidence_inputs')",
+                [],
+                |row| row.get(0),
+            )
+            .expect("schema");
+        assert_eq!(old_tables, 0, "the tables of revision 1 are dropped");
+    }
+
+    #[test]
+    fn a_fresh_file_gets_the_newest_revision_and_a_newer_one_is_refused() {
+        let mut fresh = Connection::open_in_memory().expect("open");
+        migrate_model(&mut fresh).expect("create");
+        assert_eq!(revision(&fresh), SCHEMA_REVISION);
+
+        fresh.execute_batch(&format!("PRAGMA user_version = {}", SCHEMA_REVISION + 1)).expect("newer");
+        let refused = migrate_model(&mut fresh);
+        assert!(matches!(refused, Err(StoreError::Corrupt(_))), "{refused:?}");
+        assert_eq!(revision(&fresh), SCHEMA_REVISION + 1, "a refused file is left as it was");
+    }
 }

@@ -10,9 +10,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use rusqlite::{Connection, TransactionBehavior, params};
 
 use super::errors::from_sqlite;
-use super::{Writer, reads};
+use super::{Writer, reads, schema};
 use crate::bulk::bulk_bucket;
-use crate::documents::DocumentKind;
 use crate::identifiers::Audience;
 use crate::read_set::{CommitMark, ReadSet};
 use crate::store::{BatchWritten, KeyedWrite, PartyReferenceWrite, StoreError, WriteBatch};
@@ -48,26 +47,14 @@ fn refuse_stale(connection: &Connection, read_set: &ReadSet) -> Result<(), Store
 }
 
 fn write_documents(connection: &Connection, batch: &WriteBatch) -> Result<(), StoreError> {
-    // Statements are looked up once per batch, not once per row.
-    let mut upserts = DocumentKind::ALL
-        .iter()
-        .map(|kind| {
-            connection.prepare_cached(&format!(
-                "INSERT INTO {} (id, body) VALUES (?1, ?2) ON CONFLICT (id) DO UPDATE SET body = excluded.body",
-                kind.table()
-            ))
-        })
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(from_sqlite)?;
+    let mut work_rows = WorkRowWriter::new(connection);
     for write in &batch.documents {
-        match &write.body {
-            Some(body) => upserts[write.kind as usize].execute(params![write.key, body]),
-            None => connection
-                .prepare_cached(&format!("DELETE FROM {} WHERE id = ?1", write.kind.table()))
-                .and_then(|mut statement| statement.execute([&write.key])),
+        match schema::work_document_column(write.kind) {
+            Some(column) => work_rows.set(&write.key, column, write.body.as_deref())?,
+            None => write_license_status(connection, &write.key, write.body.as_deref())?,
         }
-        .map_err(from_sqlite)?;
     }
+    work_rows.flush()?;
     let mut provenance = connection
         .prepare_cached(
             "INSERT INTO provenance_entries (lcc_id, recorded_at, topic, aggregate_version, body) \
@@ -221,4 +208,188 @@ fn write_state(connection: &Connection, batch: &WriteBatch) -> Result<(), StoreE
             .map_err(from_sqlite)?;
     }
     Ok(())
+}
+
+fn write_license_status(connection: &Connection, id: &str, body: Option<&[u8]>) -> Result<(), StoreError> {
+    match body {
+        Some(body) => connection
+            .prepare_cached(
+                "INSERT INTO license_statuses (id, body) VALUES (?1, ?2) ON CONFLICT (id) DO UPDATE SET body = excluded.body",
+            )
+            .and_then(|mut statement| statement.execute(params![id, body])),
+        None => connection
+            .prepare_cached("DELETE FROM license_statuses WHERE id = ?1")
+            .and_then(|mut statement| statement.execute([id])),
+    }
+    .map(drop)
+    .map_err(from_sqlite)
+}
+
+/// Gathers a work's consecutive document writes (a batch writes a work's
+/// documents one after another) into one upsert of its row, so the row is
+/// rebuilt once, not once per kind.
+struct WorkRowWriter<'a> {
+    connection: &'a Connection,
+    id: Option<&'a str>,
+    /// Per column: untouched, set to a body, or cleared.
+    columns: [Option<Option<&'a [u8]>>; schema::WORK_DOCUMENT_COLUMNS.len()],
+    /// The upsert of each set of columns, by bit mask, formatted once per batch.
+    upserts: [Option<String>; 1 << schema::WORK_DOCUMENT_COLUMNS.len()],
+}
+
+impl<'a> WorkRowWriter<'a> {
+    fn new(connection: &'a Connection) -> WorkRowWriter<'a> {
+        WorkRowWriter { connection, id: None, columns: Default::default(), upserts: Default::default() }
+    }
+
+    fn set(&mut self, id: &'a str, column: usize, body: Option<&'a [u8]>) -> Result<(), StoreError> {
+        if self.id.is_some_and(|pending| pending != id) {
+            self.flush()?;
+        }
+        self.id = Some(id);
+        self.columns[column] = Some(body);
+        Ok(())
+    }
+
+    /// Writes the pending work's row; deletes it once it holds no document.
+    fn flush(&mut self) -> Result<(), StoreError> {
+        let Some(id) = self.id.take() else { return Ok(()) };
+        let columns = std::mem::take(&mut self.columns);
+        let mask = columns.iter().enumerate().fold(
+            0,
+            |mask, (position, column)| {
+                if column.is_some() { mask | (1 << position) } else { mask }
+            },
+        );
+        let sql = self.upserts[mask].get_or_insert_with(|| upsert_work_row(mask));
+        let values = columns.iter().flatten();
+        let parameters =
+            std::iter::once(&id as &dyn rusqlite::ToSql).chain(values.clone().map(|body| body as &dyn rusqlite::ToSql));
+        self.connection
+            .prepare_cached(sql)
+            .and_then(|mut statement| statement.execute(rusqlite::params_from_iter(parameters)))
+            .map_err(from_sqlite)?;
+        if values.clone().any(Option::is_none) {
+            self.connection
+                .prepare_cached(
+                    "DELETE FROM work_documents WHERE id = ?1 AND rights_profile IS NULL \
+                     AND verification IS NULL AND metadata IS NULL AND evidence IS NULL",
+                )
+                .and_then(|mut statement| statement.execute([id]))
+                .map_err(from_sqlite)?;
+        }
+        Ok(())
+    }
+}
+
+/// The upsert of a work's row that sets the columns in `mask` (bit N: column N).
+fn upsert_work_row(mask: usize) -> String {
+    let columns: Vec<&str> = schema::WORK_DOCUMENT_COLUMNS
+        .iter()
+        .enumerate()
+        .filter(|(position, _)| mask & (1 << position) != 0)
+        .map(|(_, (_, column))| *column)
+        .collect();
+    let placeholders: Vec<String> = (2..columns.len() + 2).map(|number| format!("?{number}")).collect();
+    let assignments: Vec<String> = columns.iter().map(|column| format!("{column} = excluded.{column}")).collect();
+    format!(
+        "INSERT INTO work_documents (id, {}) VALUES (?1, {}) ON CONFLICT (id) DO UPDATE SET {}",
+        columns.join(", "),
+        placeholders.join(", "),
+        assignments.join(", ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::documents::DocumentKind;
+    use crate::store::{DocumentWrite, WriteVersion};
+
+    fn model() -> Connection {
+        let mut connection = Connection::open_in_memory().expect("open");
+        schema::migrate_model(&mut connection).expect("schema");
+        connection
+    }
+
+    fn write(kind: DocumentKind, key: &str, body: Option<&str>) -> DocumentWrite {
+        DocumentWrite {
+            kind,
+            key: key.into(),
+            body: body.map(|text| text.as_bytes().to_vec()),
+            version: WriteVersion(1),
+        }
+    }
+
+    fn read(connection: &Connection, kind: DocumentKind, key: &str) -> Option<String> {
+        reads::document(connection, kind, key).expect("read").map(|body| String::from_utf8(body).expect("text"))
+    }
+
+    fn work_rows(connection: &Connection) -> i64 {
+        connection.query_row("SELECT count(*) FROM work_documents", [], |row| row.get(0)).expect("count")
+    }
+
+    #[test]
+    fn a_works_documents_share_one_row_whatever_order_they_come_in() {
+        let connection = model();
+        let batch = WriteBatch {
+            documents: vec![
+                write(DocumentKind::RightsProfile, "LCC-1", Some("profile 1")),
+                write(DocumentKind::RightsProfile, "LCC-2", Some("profile 2")),
+                write(DocumentKind::Evidence, "LCC-1", Some("evidence 1")),
+                write(DocumentKind::LicenseStatus, "LIC-1", Some("license 1")),
+                write(DocumentKind::Metadata, "LCC-2", Some("metadata 2")),
+                write(DocumentKind::Metadata, "LCC-2", Some("metadata 2, later")),
+            ],
+            ..WriteBatch::default()
+        };
+        write_documents(&connection, &batch).expect("write");
+        assert_eq!(work_rows(&connection), 2);
+        assert_eq!(read(&connection, DocumentKind::RightsProfile, "LCC-1").as_deref(), Some("profile 1"));
+        assert_eq!(read(&connection, DocumentKind::Evidence, "LCC-1").as_deref(), Some("evidence 1"));
+        assert_eq!(read(&connection, DocumentKind::Verification, "LCC-1"), None, "never written");
+        assert_eq!(read(&connection, DocumentKind::RightsProfile, "LCC-2").as_deref(), Some("profile 2"));
+        assert_eq!(read(&connection, DocumentKind::Metadata, "LCC-2").as_deref(), Some("metadata 2, later"));
+        assert_eq!(read(&connection, DocumentKind::LicenseStatus, "LIC-1").as_deref(), Some("license 1"));
+    }
+
+    #[test]
+    fn a_works_row_goes_once_its_last_document_is_removed() {
+        let connection = model();
+        let set = WriteBatch {
+            documents: vec![
+                write(DocumentKind::RightsProfile, "LCC-1", Some("profile")),
+                write(DocumentKind::Verification, "LCC-1", Some("verification")),
+            ],
+            ..WriteBatch::default()
+        };
+        write_documents(&connection, &set).expect("write");
+        let remove_one =
+            WriteBatch { documents: vec![write(DocumentKind::RightsProfile, "LCC-1", None)], ..WriteBatch::default() };
+        write_documents(&connection, &remove_one).expect("write");
+        assert_eq!(work_rows(&connection), 1);
+        assert_eq!(read(&connection, DocumentKind::Verification, "LCC-1").as_deref(), Some("verification"));
+        let remove_other = WriteBatch {
+            documents: vec![
+                write(DocumentKind::Verification, "LCC-1", None),
+                write(DocumentKind::Evidence, "LCC-9", None),
+            ],
+            ..WriteBatch::default()
+        };
+        write_documents(&connection, &remove_other).expect("write");
+        assert_eq!(work_rows(&connection), 0, "no empty rows, not even for a work that never had documents");
+    }
+
+    #[test]
+    fn every_set_of_columns_has_an_upsert_that_binds_its_values_in_column_order() {
+        assert_eq!(
+            upsert_work_row(0b1010),
+            "INSERT INTO work_documents (id, verification, evidence) VALUES (?1, ?2, ?3) \
+             ON CONFLICT (id) DO UPDATE SET verification = excluded.verification, evidence = excluded.evidence"
+        );
+        let connection = model();
+        for mask in 1..1 << schema::WORK_DOCUMENT_COLUMNS.len() {
+            connection.prepare(&upsert_work_row(mask)).expect("valid SQL");
+        }
+    }
 }
