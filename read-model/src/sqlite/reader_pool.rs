@@ -25,6 +25,7 @@ use rusqlite::Connection;
 
 use super::connections::{PageAccess, open_reader};
 use super::errors::from_sqlite;
+use super::schema;
 use crate::store::StoreError;
 
 /// How long a reader serves reads from one snapshot.
@@ -124,7 +125,8 @@ impl ReaderPool {
                 reader.snapshot = Some(Snapshot { opened: Instant::now(), write_generation });
             }
             read(&reader.connection)
-        })();
+        })()
+        .map_err(|error| schema::explain_read_failure(&reader.connection, error));
         match &result {
             // A connection that failed for a reason other than the query may be
             // broken (file replaced, disk gone): drop it rather than reuse it.

@@ -52,6 +52,22 @@ fn migrate(connection: &mut Connection, ddl: &str, upgrades: &[(i64, &str)]) -> 
     transaction.commit().map_err(from_sqlite)
 }
 
+/// Turns a read that failed on a file of another schema revision (a query
+/// API upgraded before `projector migrate` has run, or not yet upgraded
+/// after it has) into `Unavailable`, which the API answers with 503 until
+/// the two agree, and says why. Checked only once a read has failed, so
+/// reads pay nothing for it.
+pub(super) fn explain_read_failure(connection: &Connection, error: StoreError) -> StoreError {
+    let StoreError::Corrupt(reason) = &error else { return error };
+    match connection.query_row("PRAGMA user_version", [], |row| row.get::<_, i64>(0)) {
+        Ok(revision) if revision != SCHEMA_REVISION => StoreError::Unavailable(format!(
+            "the file is at schema revision {revision} and this program reads revision {SCHEMA_REVISION} \
+             (run `projector migrate` with the newer program): {reason}"
+        )),
+        _ => error,
+    }
+}
+
 /// The column of `work_documents` holding each of a work's document kinds,
 /// in column order. License statuses, keyed by license id, have a table of
 /// their own.
@@ -132,6 +148,22 @@ mod tests {
             )
             .expect("schema");
         assert_eq!(old_tables, 0, "the tables of revision 1 are dropped");
+    }
+
+    #[test]
+    fn a_read_that_fails_on_a_file_of_another_revision_says_so_and_is_transient() {
+        let connection = revision_1_model();
+        let failed = reads::document(&connection, DocumentKind::RightsProfile, "LCC-1").expect_err("no such table");
+        match explain_read_failure(&connection, failed) {
+            StoreError::Unavailable(reason) => assert!(reason.contains("schema revision 1"), "{reason}"),
+            other => panic!("expected Unavailable, got {other:?}"),
+        }
+
+        let mut current = Connection::open_in_memory().expect("open");
+        migrate_model(&mut current).expect("create");
+        let failure = StoreError::Corrupt("a body that is not JSON".into());
+        let kept = explain_read_failure(&current, failure);
+        assert!(matches!(kept, StoreError::Corrupt(_)), "a file of this revision keeps its error: {kept:?}");
     }
 
     #[test]

@@ -255,12 +255,9 @@ impl<'a> WorkRowWriter<'a> {
     fn flush(&mut self) -> Result<(), StoreError> {
         let Some(id) = self.id.take() else { return Ok(()) };
         let columns = std::mem::take(&mut self.columns);
-        let mask = columns.iter().enumerate().fold(
-            0,
-            |mask, (position, column)| {
-                if column.is_some() { mask | (1 << position) } else { mask }
-            },
-        );
+        let mask = (0..columns.len())
+            .filter(|position| columns[*position].is_some())
+            .fold(0, |mask, position| mask | 1 << position);
         let sql = self.upserts[mask].get_or_insert_with(|| upsert_work_row(mask));
         let values = columns.iter().flatten();
         let parameters =
