@@ -32,7 +32,8 @@ pub use vocabulary::{
     RightType, WorkStatus, WorkType,
 };
 
-/// The kinds of single-key documents, each in a table of its own.
+/// The kinds of single-key documents. On ScyllaDB each kind has a table of
+/// its own; on SQLite a work's four kinds share one row (`work_documents`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum DocumentKind {
     /// [`RightsProfile`], keyed by lccId.
@@ -57,7 +58,8 @@ impl DocumentKind {
         DocumentKind::LicenseStatus,
     ];
 
-    /// The table (SQLite) or table name stem (ScyllaDB) holding this kind.
+    /// The kind's name: the stem of its ScyllaDB table, SQLite's table of
+    /// license statuses, and the label of its store-read metrics.
     pub fn table(self) -> &'static str {
         match self {
             DocumentKind::RightsProfile => "rights_profiles",

@@ -322,6 +322,10 @@ mod tests {
         reads::document(connection, kind, key).expect("read").map(|body| String::from_utf8(body).expect("text"))
     }
 
+    fn write_all(connection: &Connection, documents: Vec<DocumentWrite>) {
+        write_documents(connection, &WriteBatch { documents, ..WriteBatch::default() }).expect("write");
+    }
+
     fn work_rows(connection: &Connection) -> i64 {
         connection.query_row("SELECT count(*) FROM work_documents", [], |row| row.get(0)).expect("count")
     }
@@ -329,8 +333,9 @@ mod tests {
     #[test]
     fn a_works_documents_share_one_row_whatever_order_they_come_in() {
         let connection = model();
-        let batch = WriteBatch {
-            documents: vec![
+        write_all(
+            &connection,
+            vec![
                 write(DocumentKind::RightsProfile, "LCC-1", Some("profile 1")),
                 write(DocumentKind::RightsProfile, "LCC-2", Some("profile 2")),
                 write(DocumentKind::Evidence, "LCC-1", Some("evidence 1")),
@@ -338,9 +343,7 @@ mod tests {
                 write(DocumentKind::Metadata, "LCC-2", Some("metadata 2")),
                 write(DocumentKind::Metadata, "LCC-2", Some("metadata 2, later")),
             ],
-            ..WriteBatch::default()
-        };
-        write_documents(&connection, &batch).expect("write");
+        );
         assert_eq!(work_rows(&connection), 2);
         assert_eq!(read(&connection, DocumentKind::RightsProfile, "LCC-1").as_deref(), Some("profile 1"));
         assert_eq!(read(&connection, DocumentKind::Evidence, "LCC-1").as_deref(), Some("evidence 1"));
@@ -353,27 +356,20 @@ mod tests {
     #[test]
     fn a_works_row_goes_once_its_last_document_is_removed() {
         let connection = model();
-        let set = WriteBatch {
-            documents: vec![
+        write_all(
+            &connection,
+            vec![
                 write(DocumentKind::RightsProfile, "LCC-1", Some("profile")),
                 write(DocumentKind::Verification, "LCC-1", Some("verification")),
             ],
-            ..WriteBatch::default()
-        };
-        write_documents(&connection, &set).expect("write");
-        let remove_one =
-            WriteBatch { documents: vec![write(DocumentKind::RightsProfile, "LCC-1", None)], ..WriteBatch::default() };
-        write_documents(&connection, &remove_one).expect("write");
+        );
+        write_all(&connection, vec![write(DocumentKind::RightsProfile, "LCC-1", None)]);
         assert_eq!(work_rows(&connection), 1);
         assert_eq!(read(&connection, DocumentKind::Verification, "LCC-1").as_deref(), Some("verification"));
-        let remove_other = WriteBatch {
-            documents: vec![
-                write(DocumentKind::Verification, "LCC-1", None),
-                write(DocumentKind::Evidence, "LCC-9", None),
-            ],
-            ..WriteBatch::default()
-        };
-        write_documents(&connection, &remove_other).expect("write");
+        write_all(
+            &connection,
+            vec![write(DocumentKind::Verification, "LCC-1", None), write(DocumentKind::Evidence, "LCC-9", None)],
+        );
         assert_eq!(work_rows(&connection), 0, "no empty rows, not even for a work that never had documents");
     }
 
