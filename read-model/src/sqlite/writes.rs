@@ -268,15 +268,19 @@ impl<'a> WorkRowWriter<'a> {
             .map_err(from_sqlite)?;
         if values.clone().any(Option::is_none) {
             self.connection
-                .prepare_cached(
-                    "DELETE FROM work_documents WHERE id = ?1 AND rights_profile IS NULL \
-                     AND verification IS NULL AND metadata IS NULL AND evidence IS NULL",
-                )
+                .prepare_cached(&delete_empty_work_row())
                 .and_then(|mut statement| statement.execute([id]))
                 .map_err(from_sqlite)?;
         }
         Ok(())
     }
+}
+
+/// Deletes a work's row once every document column is NULL.
+fn delete_empty_work_row() -> String {
+    let empty: Vec<String> =
+        schema::WORK_DOCUMENT_COLUMNS.iter().map(|(_, column)| format!(" AND {column} IS NULL")).collect();
+    format!("DELETE FROM work_documents WHERE id = ?1{}", empty.concat())
 }
 
 /// The upsert of a work's row that sets the columns in `mask` (bit N: column N).
@@ -374,13 +378,19 @@ mod tests {
     }
 
     #[test]
-    fn every_set_of_columns_has_an_upsert_that_binds_its_values_in_column_order() {
+    fn every_set_of_columns_has_an_upsert_that_binds_its_values_in_column_order_and_empty_rows_a_delete() {
         assert_eq!(
             upsert_work_row(0b1010),
             "INSERT INTO work_documents (id, verification, evidence) VALUES (?1, ?2, ?3) \
              ON CONFLICT (id) DO UPDATE SET verification = excluded.verification, evidence = excluded.evidence"
         );
+        assert_eq!(
+            delete_empty_work_row(),
+            "DELETE FROM work_documents WHERE id = ?1 AND rights_profile IS NULL \
+             AND verification IS NULL AND metadata IS NULL AND evidence IS NULL"
+        );
         let connection = model();
+        connection.prepare(&delete_empty_work_row()).expect("valid SQL");
         for mask in 1..1 << schema::WORK_DOCUMENT_COLUMNS.len() {
             connection.prepare(&upsert_work_row(mask)).expect("valid SQL");
         }
