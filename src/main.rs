@@ -14,6 +14,7 @@ use anyhow::Context;
 use clap::Parser;
 use projector::contract::Contract;
 use projector::dead_letter::DeadLetterFile;
+use projector::render_deferral::RenderDeferral;
 use projector::runner::{RunOptions, run_file_source};
 use projector::source::file::FileSource;
 use query_api::config::ServeConfig;
@@ -71,6 +72,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         linger: Duration::from_millis(100),
         exit_when_caught_up: false,
         poll_interval: Duration::from_secs(1),
+        render_deferral: RenderDeferral::DEFAULT,
     };
     let projection_store: Arc<dyn Store> = Arc::new(store.clone());
     let projection = tokio::spawn(run_file_source(

@@ -18,6 +18,7 @@ pub mod generate;
 pub mod metrics;
 pub mod progress;
 pub mod projection;
+pub mod render_deferral;
 pub mod resolution;
 pub mod runner;
 pub mod source;

@@ -14,6 +14,7 @@ use projector::dead_letter::DeadLetterFile;
 use projector::generate::{GenerateOptions, generate};
 use projector::metrics::{AdminState, Observers, ProjectorMetrics, admin_router};
 use projector::progress::PartitionBoard;
+use projector::render_deferral::RenderDeferral;
 use projector::runner::{BatchObserver, DeadLetterSink, RunOptions, RunTotals, SourceFeed, run, start_file_feed};
 use projector::source::file::FileSource;
 use projector::source::kafka::KafkaSettings;
@@ -122,6 +123,13 @@ struct RunTuning {
     /// The longest a started batch waits for more events, in milliseconds.
     #[arg(long, env = "LCC_BATCH_LINGER_MS", default_value_t = 100)]
     batch_linger_ms: u64,
+    /// While batches fill up (the source is behind), the documents they change
+    /// wait to be rendered once, up to this many; 0 renders each batch's documents in the batch.
+    #[arg(long, env = "LCC_RENDER_DEFERRAL_MAX_DOCUMENTS", default_value_t = RenderDeferral::DEFAULT.max_documents)]
+    render_deferral_max_documents: usize,
+    /// The longest a deferred document waits to be rendered, in seconds.
+    #[arg(long, env = "LCC_RENDER_DEFERRAL_MAX_SECONDS", default_value_t = RenderDeferral::DEFAULT.max_wait.as_secs())]
+    render_deferral_max_seconds: u64,
     /// Exit once every event present has been projected, instead of following the source.
     #[arg(long)]
     exit_when_caught_up: bool,
@@ -286,6 +294,10 @@ async fn project(
         linger: Duration::from_millis(tuning.batch_linger_ms),
         exit_when_caught_up: tuning.exit_when_caught_up,
         poll_interval: Duration::from_secs(1),
+        render_deferral: RenderDeferral {
+            max_documents: tuning.render_deferral_max_documents,
+            max_wait: Duration::from_secs(tuning.render_deferral_max_seconds),
+        },
     };
     let metrics = Arc::new(ProjectorMetrics::new(version, rebuild).context("failed to register metrics")?);
     let (feed, dead_letters, kafka): (SourceFeed, Box<dyn DeadLetterSink>, Option<Arc<ConsumerShared>>) = if let Some(

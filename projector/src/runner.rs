@@ -11,6 +11,10 @@
 //! store's last committed state; at most one batch is in flight, and batches
 //! commit in order.
 //!
+//! While batches fill up, rendering is deferred and done once per document
+//! when the loop stops deferring ([`crate::render_deferral`]); the write that
+//! renders the last of them carries the checkpoints the deferred batches held.
+//!
 //! Where it starts: the store's checkpoints. A restart after a crash at any
 //! point reads again exactly the events whose effects did not commit.
 
@@ -27,7 +31,8 @@ use tokio::sync::mpsc;
 
 use crate::backoff::Backoff;
 use crate::dead_letter::DeadLetterFile;
-use crate::projection::batch::{BatchOutcome, project_batch, rerender};
+use crate::projection::batch::{BatchOutcome, DocumentsToRender, Rendering, project_batch, render_documents};
+use crate::render_deferral::{DeferredRenders, RenderDeferral};
 use crate::source::file::FileSource;
 use crate::source::{OriginalMessage, Position, Rejection, SourcedEvent};
 
@@ -42,6 +47,8 @@ pub struct RunOptions {
     pub exit_when_caught_up: bool,
     /// How often the file source looks for new files when following.
     pub poll_interval: Duration,
+    /// How far rendering may be deferred while batches fill up.
+    pub render_deferral: RenderDeferral,
 }
 
 /// The loop's retries (store, dead-letter sink) wait at most this long between attempts.
@@ -160,8 +167,11 @@ pub async fn run(
     let mut batch = Vec::with_capacity(options.batch_size);
     let mut batch_started = Instant::now();
     let mut in_flight: Option<InFlight> = None;
+    let mut deferred = DeferredRenders::default();
+    let writing = Writing { store: &store, version, source_id: &source_id, observer: observer.as_ref() };
     loop {
         let linger_deadline = tokio::time::Instant::from_std(batch_started + options.linger);
+        let render_deadline = deferred.deadline(options.render_deferral).map(tokio::time::Instant::from_std);
         let step = tokio::select! {
             biased;
             () = &mut shutdown, if !stopping => {
@@ -172,6 +182,7 @@ pub async fn run(
             }
             message = receiver.recv() => Step::Received(message),
             () = tokio::time::sleep_until(linger_deadline), if !batch.is_empty() => Step::LingerElapsed,
+            () = sleep_until_some(render_deadline), if render_deadline.is_some() => Step::RenderDeadline,
             // A batch that commits is reported at once, not when the next one starts:
             // the source's progress (Kafka commits, lag, caught up) follows the store.
             written = async { (&mut in_flight.as_mut().expect("guarded by is_some").task).await }, if in_flight.is_some() => {
@@ -181,15 +192,17 @@ pub async fn run(
                 continue;
             }
         };
+        let mut filled = false;
         let (flush, end, barrier) = match step {
-            Step::LingerElapsed => (true, false, None),
+            Step::LingerElapsed | Step::RenderDeadline => (true, false, None),
             Step::Received(Some(SourceMessage::Event(event))) => {
                 first_event_at.get_or_insert_with(Instant::now);
                 if batch.is_empty() {
                     batch_started = Instant::now();
                 }
                 batch.push(event);
-                (batch.len() >= options.batch_size, false, None)
+                filled = batch.len() >= options.batch_size;
+                (filled, false, None)
             }
             Step::Received(Some(SourceMessage::CaughtUp)) => {
                 if options.exit_when_caught_up && !stopping {
@@ -203,20 +216,31 @@ pub async fn run(
             // The reader ended: after a stop, or on its own.
             Step::Received(None) => (true, true, None),
         };
+        // A batch cut because it filled up says that more events wait; any
+        // other cut (linger, caught up, barrier, end, deadline) renders what waits.
+        let keep_deferring = filled && deferred.may_defer(options.render_deferral, Instant::now());
         if flush && !batch.is_empty() {
+            let rendering =
+                if keep_deferring || deferred.is_waiting() { Rendering::Deferred } else { Rendering::InBatch };
             let pending = in_flight.as_ref().map(|write| Arc::clone(&write.batch));
             let read_after = committed.last_mark;
             let mut outcome =
-                project_with_retry(store.as_ref(), version, &source_id, &batch, pending.as_deref()).await?;
+                project_with_retry(store.as_ref(), version, &source_id, &batch, pending.as_deref(), rendering).await?;
             outcome.write.read_set.read_after = read_after;
             let parked = with_originals(&outcome.parked, &batch);
             park_with_retry(dead_letters.as_mut(), &source_id, &parked).await;
             finish(in_flight.take(), &mut committed, observer.as_ref()).await?;
-            let last_recorded_at = last_recorded_at(&batch);
+            let mut last_recorded_at = last_recorded_at(&batch);
+            if rendering == Rendering::Deferred {
+                deferred.hold(&mut outcome, &last_recorded_at, batch_started);
+                last_recorded_at.clear();
+            }
             let events = std::mem::replace(&mut batch, Vec::with_capacity(options.batch_size));
-            let reprojection =
-                Reprojection { store: Arc::clone(&store), version, source_id: source_id.clone(), events };
-            in_flight = Some(InFlight::start(reprojection, outcome, last_recorded_at, batch_started));
+            let reprojection = Reprojection::Events { events, rendering };
+            in_flight = Some(writing.start(reprojection, outcome, last_recorded_at, batch_started));
+        }
+        if flush && !keep_deferring && deferred.is_waiting() {
+            in_flight = render_deferred(&writing, &mut deferred, in_flight, &mut committed, options.batch_size).await?;
         }
         if let Some(reply) = barrier {
             finish(in_flight.take(), &mut committed, observer.as_ref()).await?;
@@ -254,6 +278,15 @@ pub async fn run(
 enum Step {
     Received(Option<SourceMessage>),
     LingerElapsed,
+    /// Deferred documents have waited as long as they may.
+    RenderDeadline,
+}
+
+/// Sleeps until `deadline`; the loop polls it only when there is one.
+async fn sleep_until_some(deadline: Option<tokio::time::Instant>) {
+    if let Some(deadline) = deadline {
+        tokio::time::sleep_until(deadline).await;
+    }
 }
 
 /// The parked events of a batch with the original messages the source kept.
@@ -297,13 +330,70 @@ async fn project_with_retry(
     source_id: &str,
     events: &[SourcedEvent],
     pending: Option<&WriteBatch>,
+    rendering: Rendering,
 ) -> anyhow::Result<BatchOutcome> {
     let mut backoff = Backoff::up_to(RETRY_CEILING);
     loop {
-        match project_batch(store, version, source_id, events, pending).await {
+        match project_batch(store, version, source_id, events, pending, rendering).await {
             Ok(outcome) => return Ok(outcome),
             Err(StoreError::Unavailable(reason)) => wait(&mut backoff, "store unavailable", &reason).await,
             Err(error) => return Err(error).context("failed to project a batch"),
+        }
+    }
+}
+
+/// Renders documents; retries while the store is unavailable.
+async fn render_with_retry(
+    store: &dyn Store,
+    version: ModelVersion,
+    pending: Option<&WriteBatch>,
+    documents: &DocumentsToRender,
+) -> anyhow::Result<WriteBatch> {
+    let mut backoff = Backoff::up_to(RETRY_CEILING);
+    loop {
+        match render_documents(store, version, pending, documents.clone()).await {
+            Ok(write) => return Ok(write),
+            Err(StoreError::Unavailable(reason)) => wait(&mut backoff, "store unavailable", &reason).await,
+            Err(error) => return Err(error).context("failed to render deferred documents"),
+        }
+    }
+}
+
+/// Renders every deferred document in batches of `batch_size`, each
+/// projected while the one before it is written; the last write carries the
+/// checkpoints the deferred batches held back. Returns the write in flight.
+async fn render_deferred(
+    writing: &Writing<'_>,
+    deferred: &mut DeferredRenders,
+    in_flight: Option<InFlight>,
+    committed: &mut Committed,
+    batch_size: usize,
+) -> anyhow::Result<Option<InFlight>> {
+    // A deferred batch projected again after a write conflict may have found more to render.
+    finish(in_flight, committed, writing.observer).await?;
+    deferred.add(std::mem::take(&mut committed.late_renders));
+    let mut in_flight: Option<InFlight> = None;
+    let started = Instant::now();
+    loop {
+        let documents = deferred.next_documents(batch_size.max(1));
+        let pending = in_flight.as_ref().map(|write| Arc::clone(&write.batch));
+        let read_after = committed.last_mark;
+        let mut write =
+            render_with_retry(writing.store.as_ref(), writing.version, pending.as_deref(), &documents).await?;
+        write.read_set.read_after = read_after;
+        let (last_recorded_at, since) = if deferred.has_documents() {
+            (Vec::new(), started)
+        } else {
+            let released = deferred.release();
+            write.checkpoints = released.checkpoints;
+            (released.last_recorded_at, released.since.unwrap_or(started))
+        };
+        finish(in_flight.take(), committed, writing.observer).await?;
+        let outcome = BatchOutcome { write, ..BatchOutcome::default() };
+        let reprojection = Reprojection::Documents(documents);
+        in_flight = Some(writing.start(reprojection, outcome, last_recorded_at, since));
+        if !deferred.is_waiting() {
+            return Ok(in_flight);
         }
     }
 }
@@ -318,6 +408,39 @@ async fn park_with_retry(dead_letters: &mut dyn DeadLetterSink, source_id: &str,
     }
 }
 
+/// What every write of the loop goes to.
+struct Writing<'a> {
+    store: &'a Arc<dyn Store>,
+    version: ModelVersion,
+    source_id: &'a str,
+    observer: &'a dyn BatchObserver,
+}
+
+impl Writing<'_> {
+    /// Starts writing a projected batch on a task of its own.
+    fn start(
+        &self,
+        reprojection: Reprojection,
+        outcome: BatchOutcome,
+        last_recorded_at: Vec<(String, i32, Timestamp)>,
+        started: Instant,
+    ) -> InFlight {
+        let batch = Arc::new(outcome.write);
+        let totals = RunTotals {
+            events: reprojection.event_count(),
+            applied: outcome.applied,
+            skipped_as_duplicates: outcome.skipped_as_duplicates,
+            parked: outcome.parked.len() as u64,
+            batches: 1,
+            write_conflicts: 0,
+        };
+        let target =
+            WriteTarget { store: Arc::clone(self.store), version: self.version, source_id: self.source_id.to_owned() };
+        let task = tokio::spawn(write_until_fresh(target, reprojection, Arc::clone(&batch)));
+        InFlight { batch, task, totals, last_recorded_at, started }
+    }
+}
+
 /// A batch being written, and what it counts once committed.
 struct InFlight {
     batch: Arc<WriteBatch>,
@@ -328,39 +451,38 @@ struct InFlight {
 }
 
 /// What writing a batch took.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Default)]
 struct Written {
     mark: Option<CommitMark>,
     /// Writes that another projector's changes made the batch repeat.
     write_conflicts: u64,
+    /// Documents that a deferred batch, projected again, found to render.
+    late_renders: DocumentsToRender,
 }
 
-/// What the write task needs to project a batch again after a write conflict.
-struct Reprojection {
+/// Where the write task writes.
+struct WriteTarget {
     store: Arc<dyn Store>,
     version: ModelVersion,
     source_id: String,
-    events: Vec<SourcedEvent>,
 }
 
-impl InFlight {
-    fn start(
-        reprojection: Reprojection,
-        outcome: BatchOutcome,
-        last_recorded_at: Vec<(String, i32, Timestamp)>,
-        started: Instant,
-    ) -> InFlight {
-        let batch = Arc::new(outcome.write);
-        let totals = RunTotals {
-            events: reprojection.events.len() as u64,
-            applied: outcome.applied,
-            skipped_as_duplicates: outcome.skipped_as_duplicates,
-            parked: outcome.parked.len() as u64,
-            batches: 1,
-            write_conflicts: 0,
-        };
-        let task = tokio::spawn(write_until_fresh(reprojection, Arc::clone(&batch)));
-        InFlight { batch, task, totals, last_recorded_at, started }
+/// What the write task needs to project a batch again after a write conflict.
+enum Reprojection {
+    Events {
+        events: Vec<SourcedEvent>,
+        rendering: Rendering,
+    },
+    /// Deferred documents, rendered again from the states stored now.
+    Documents(DocumentsToRender),
+}
+
+impl Reprojection {
+    fn event_count(&self) -> u64 {
+        match self {
+            Reprojection::Events { events, .. } => events.len() as u64,
+            Reprojection::Documents(_) => 0,
+        }
     }
 }
 
@@ -368,30 +490,49 @@ impl InFlight {
 /// projectors sharing the store have changed what it was rendered from,
 /// projects it again (the store refused it) or renders the stale documents
 /// again (the store wrote it and reported them). See [`read_model::read_set`].
-async fn write_until_fresh(reprojection: Reprojection, first: Arc<WriteBatch>) -> Result<Written, StoreError> {
-    let Reprojection { store, version, source_id, events } = reprojection;
+async fn write_until_fresh(
+    target: WriteTarget,
+    reprojection: Reprojection,
+    first: Arc<WriteBatch>,
+) -> Result<Written, StoreError> {
+    let WriteTarget { store, version, source_id } = target;
     let mut backoff = Backoff::up_to(RETRY_CEILING);
     let mut batch = first;
-    let mut write_conflicts = 0;
+    let mut written = Written::default();
     loop {
         let next = match store.apply_batch(version, Arc::clone(&batch)).await {
-            Ok(written) if written.stale.is_empty() => return Ok(Written { mark: written.mark, write_conflicts }),
-            Ok(written) => {
+            Ok(applied) if applied.stale.is_empty() => return Ok(Written { mark: applied.mark, ..written }),
+            Ok(applied) => {
                 tracing::info!(
-                    documents = written.stale.len(),
+                    documents = applied.stale.len(),
                     "another projector changed their inputs; rendering again"
                 );
-                rerender(store.as_ref(), version, &written.stale).await
+                render_documents(store.as_ref(), version, None, DocumentsToRender::of(&applied.stale)).await
             }
             Err(StoreError::WriteConflict(what)) => {
                 tracing::info!(%what, "another projector changed the batch's inputs; projecting it again");
-                project_batch(store.as_ref(), version, &source_id, &events, None).await.map(|outcome| outcome.write)
+                match &reprojection {
+                    Reprojection::Events { events, rendering } => {
+                        project_batch(store.as_ref(), version, &source_id, events, None, *rendering).await.map(
+                            |outcome| {
+                                written.late_renders.merge(outcome.deferred);
+                                outcome.write
+                            },
+                        )
+                    }
+                    Reprojection::Documents(documents) => {
+                        let checkpoints = batch.checkpoints.clone();
+                        render_documents(store.as_ref(), version, None, documents.clone())
+                            .await
+                            .map(|write| WriteBatch { checkpoints, ..write })
+                    }
+                }
             }
             Err(error) => Err(error),
         };
         match next {
             Ok(next) => {
-                write_conflicts += 1;
+                written.write_conflicts += 1;
                 batch = Arc::new(next);
             }
             Err(StoreError::Unavailable(reason)) => wait(&mut backoff, "store unavailable", &reason).await,
@@ -419,6 +560,7 @@ fn record(
     observer: &dyn BatchObserver,
 ) -> anyhow::Result<()> {
     let written = written.context("the batch write task failed")?.context("failed to write a batch")?;
+    committed.late_renders.merge(written.late_renders);
     let batch_totals = RunTotals { write_conflicts: written.write_conflicts, ..in_flight.totals };
     observer.batch_committed(&CommittedBatch {
         checkpoints: &in_flight.batch.checkpoints,
@@ -443,6 +585,8 @@ struct Committed {
     totals: RunTotals,
     /// Every read of the next batch to be projected comes after this commit.
     last_mark: Option<CommitMark>,
+    /// Documents that deferred batches, projected again after a write conflict, found to render.
+    late_renders: DocumentsToRender,
 }
 
 /// Waits out the next delay of `backoff`, saying what is retried and why.

@@ -8,7 +8,7 @@ mod support;
 use projector::contract::Topic;
 use projector::events::{LicenseGrant, WorkAmendment};
 use projector::generate::world::{DAY, Draft, Payload};
-use projector::projection::batch::rerender;
+use projector::projection::batch::{DocumentsToRender, render_documents};
 use read_model::calendar::{Date, Timestamp};
 use read_model::documents::{
     BulkRow, DisputeStatus, DublinCoreRecord, EvidenceInputs, LicenseKind, LicenseStatus, LicenseStatusDocument,
@@ -272,7 +272,8 @@ async fn rendering_documents_again_gives_what_projection_wrote_and_changes_no_st
     projection.project(&events, 2).await;
 
     let work = PartyReferrer::Work("LCC-1".into());
-    let batch = rerender(&projection.store, ModelVersion(1), std::slice::from_ref(&work)).await.expect("render");
+    let documents = DocumentsToRender::of(std::slice::from_ref(&work));
+    let batch = render_documents(&projection.store, ModelVersion(1), None, documents).await.expect("render");
     for kind in
         [DocumentKind::RightsProfile, DocumentKind::Verification, DocumentKind::Metadata, DocumentKind::Evidence]
     {

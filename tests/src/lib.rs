@@ -43,12 +43,27 @@ pub struct RunSummary {
     pub skipped_as_duplicates: u64,
     pub parked: u64,
     pub write_conflicts: u64,
+    /// Store writes: batches of events, and batches of deferred documents.
+    pub batches: u64,
 }
 
 /// Runs `projector run --exit-when-caught-up` to completion.
 pub fn project(events: &Path, data: &Path, batch_size: usize) -> RunSummary {
-    let output =
-        projector_command(events, data, batch_size).stderr(Stdio::inherit()).output().expect("projector starts");
+    project_with_environment(events, data, batch_size, &[])
+}
+
+/// [`project`], with further environment variables (the projector's flags fall back to them).
+pub fn project_with_environment(
+    events: &Path,
+    data: &Path,
+    batch_size: usize,
+    environment: &[(&str, &str)],
+) -> RunSummary {
+    let output = projector_command(events, data, batch_size)
+        .envs(environment.iter().copied())
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("projector starts");
     assert!(output.status.success(), "projector failed: {:?}", output.status);
     summary_of(&String::from_utf8_lossy(&output.stdout))
 }
@@ -85,6 +100,7 @@ pub fn summary_of(stdout: &str) -> RunSummary {
         events: number("events"),
         applied: number("applied"),
         skipped_as_duplicates: number("skippedAsDuplicates"),
+        batches: number("batches"),
         parked: number("parked"),
         write_conflicts: number("writeConflicts"),
     }

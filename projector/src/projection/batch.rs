@@ -6,6 +6,13 @@
 //! matter: a work is rendered from the current states of all its aggregates,
 //! and a party change re-renders every document that names the party (found
 //! through the stored party references).
+//!
+//! Rendering may be deferred ([`Rendering::Deferred`]): the batch then writes
+//! everything but the documents, and returns the documents to render with
+//! the checkpoints it holds back; [`render_documents`] renders them later
+//! from the states stored then. A skipped duplicate still marks its documents
+//! to render, so that a replay after a crash renders what a deferred batch
+//! left unrendered when its checkpoints were never written.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -24,11 +31,26 @@ use crate::contract::Topic;
 use crate::events::{Change, Event};
 use crate::source::{Position, Rejection, SourcedEvent};
 
+/// When a batch's documents are rendered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rendering {
+    /// In the batch: its write holds the documents and its checkpoints.
+    InBatch,
+    /// Later, by [`render_documents`]: the batch writes states, provenance,
+    /// index entries, party references and bulk-row removals, and returns
+    /// the documents to render and the checkpoints it did not write.
+    Deferred,
+}
+
 /// What a batch did.
 #[derive(Debug, Default)]
 pub struct BatchOutcome {
-    /// The write that stores the batch, checkpoints included.
+    /// The write that stores the batch, with its checkpoints unless rendering was deferred.
     pub write: WriteBatch,
+    /// The documents left to render, when rendering was deferred.
+    pub deferred: DocumentsToRender,
+    /// The checkpoints the write leaves out because rendering was deferred.
+    pub held_checkpoints: Vec<Checkpoint>,
     pub applied: u64,
     /// Events whose version was not newer than the stored one.
     pub skipped_as_duplicates: u64,
@@ -263,6 +285,8 @@ struct Stale {
 }
 
 impl Stale {
+    const NONE: Stale =
+        Stale { rights_profile: false, verification: false, metadata: false, evidence: false, bulk: false };
     const ALL: Stale = Stale { rights_profile: true, verification: true, metadata: true, evidence: true, bulk: true };
     /// Party names appear in every document but the verification inputs.
     const PARTY_CHANGE: Stale = Stale { verification: false, ..Stale::ALL };
@@ -286,6 +310,66 @@ impl Stale {
     }
 }
 
+/// Documents whose inputs changed, still to be rendered: works (with the
+/// parts a change can alter) and licenses.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DocumentsToRender {
+    works: BTreeMap<String, Stale>,
+    licenses: BTreeSet<String>,
+}
+
+impl DocumentsToRender {
+    /// Every part of each of `documents`.
+    pub fn of(documents: &[PartyReferrer]) -> DocumentsToRender {
+        let mut to_render = DocumentsToRender::default();
+        for document in documents {
+            match document {
+                PartyReferrer::Work(id) => to_render.works.entry(id.clone()).or_default().merge(Stale::ALL),
+                PartyReferrer::License(id) => {
+                    to_render.licenses.insert(id.clone());
+                }
+            }
+        }
+        to_render
+    }
+
+    /// Works and licenses, each counted once.
+    pub fn len(&self) -> usize {
+        self.works.len() + self.licenses.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.works.is_empty() && self.licenses.is_empty()
+    }
+
+    pub fn merge(&mut self, other: DocumentsToRender) {
+        for (id, stale) in other.works {
+            self.works.entry(id).or_default().merge(stale);
+        }
+        self.licenses.extend(other.licenses);
+    }
+
+    /// Takes out up to `count` documents: works first, in key order, then licenses.
+    pub fn take_first(&mut self, count: usize) -> DocumentsToRender {
+        let works = match self.works.keys().nth(count).cloned() {
+            Some(first_kept) => {
+                let kept = self.works.split_off(&first_kept);
+                std::mem::replace(&mut self.works, kept)
+            }
+            None => std::mem::take(&mut self.works),
+        };
+        let license_count = count - works.len();
+        let licenses = match self.licenses.iter().nth(license_count).cloned() {
+            Some(first_kept) => {
+                let kept = self.licenses.split_off(&first_kept);
+                std::mem::replace(&mut self.licenses, kept)
+            }
+            None => std::mem::take(&mut self.licenses),
+        };
+        DocumentsToRender { works, licenses }
+    }
+}
+
 /// Projects one batch of events read from `source`.
 ///
 /// `pending` is the previous batch when it may not have committed yet: its
@@ -296,6 +380,7 @@ pub async fn project_batch(
     source: &str,
     events: &[SourcedEvent],
     pending: Option<&WriteBatch>,
+    rendering: Rendering,
 ) -> Result<BatchOutcome, StoreError> {
     let overlay = Overlay::of(pending);
     let mut outcome = BatchOutcome::default();
@@ -327,6 +412,7 @@ pub async fn project_batch(
         };
         if event.envelope.aggregate_version <= entry.version {
             outcome.skipped_as_duplicates += 1;
+            note_dirty(event, &mut dirty_works, &mut dirty_licenses, &mut dirty_parties);
             continue;
         }
         match apply(entry.state.as_deref(), event) {
@@ -360,8 +446,12 @@ pub async fn project_batch(
             }
         }
     }
-    let dirty = Dirty { works: dirty_works, licenses: dirty_licenses, changed_parties };
-    render_dirty(store, version, &overlay, &mut aggregates, dirty, &mut outcome.write).await?;
+    let dirty =
+        Dirty { documents: DocumentsToRender { works: dirty_works, licenses: dirty_licenses }, changed_parties };
+    render_dirty(store, version, &overlay, &mut aggregates, &dirty, rendering, &mut outcome.write).await?;
+    if rendering == Rendering::Deferred {
+        outcome.deferred = dirty.documents;
+    }
     let mut changed: Vec<(Topic, &String, &Entry)> = aggregates
         .entries
         .iter()
@@ -377,7 +467,7 @@ pub async fn project_batch(
             ));
         }
     }
-    outcome.write.checkpoints = next_offsets
+    let checkpoints = next_offsets
         .into_iter()
         .map(|((stream, partition), next_offset)| Checkpoint {
             source: source.to_owned(),
@@ -386,83 +476,97 @@ pub async fn project_batch(
             next_offset,
         })
         .collect();
+    match rendering {
+        Rendering::InBatch => outcome.write.checkpoints = checkpoints,
+        Rendering::Deferred => outcome.held_checkpoints = checkpoints,
+    }
     Ok(outcome)
 }
 
 /// The documents a batch must render, and the parties it changed.
 #[derive(Debug, Default)]
 struct Dirty {
-    works: BTreeMap<String, Stale>,
-    licenses: BTreeSet<String>,
+    documents: DocumentsToRender,
     /// Sorted.
     changed_parties: Vec<String>,
 }
 
-/// Renders the dirty documents into `write`, with the read set that lets
-/// the store check them against other projectors' writes.
+/// Renders the dirty documents into `write`, or when rendering is deferred
+/// writes only what follows from the state changes (index entries, party
+/// references, bulk-row removals); either way with the read set that lets
+/// the store check the batch against other projectors' writes. A deferred
+/// batch names the documents it leaves to render as rendered, since they
+/// will be rendered from states read after it commits.
 async fn render_dirty(
     store: &dyn Store,
     version: ModelVersion,
     overlay: &Overlay<'_>,
     aggregates: &mut Aggregates,
-    dirty: Dirty,
+    dirty: &Dirty,
+    rendering: Rendering,
     write: &mut WriteBatch,
 ) -> Result<(), StoreError> {
-    let siblings = dirty
+    let documents = &dirty.documents;
+    let render = rendering == Rendering::InBatch;
+    // Rendering reads every input of a document. A deferred batch reads a
+    // work's works and rights states, and the other inputs only of the works
+    // whose index changes need a write version.
+    let topics_first: &[Topic] = if render { &WORK_TOPICS } else { &[Topic::Works, Topic::Rights] };
+    let first = documents
         .works
         .keys()
-        .flat_map(|id| WORK_TOPICS.map(|topic| (topic, id.clone())))
-        .chain(dirty.licenses.iter().map(|id| (Topic::Licenses, id.clone())))
+        .flat_map(|id| topics_first.iter().map(|topic| (*topic, id.clone())))
+        .chain(documents.licenses.iter().map(|id| (Topic::Licenses, id.clone())))
         .collect();
-    aggregates.load(store, version, overlay, siblings).await?;
-    let mut named_parties = BTreeSet::new();
-    for id in dirty.works.keys() {
-        if let Some(work) = state_of!(aggregates, state, Topic::Works, id, Work) {
-            named_parties.extend(parties_named_by_work(work, state_of!(aggregates, state, Topic::Rights, id, Rights)));
+    aggregates.load(store, version, overlay, first).await?;
+    let work_changes: Vec<(&String, Stale, WorkIndexChanges)> = documents
+        .works
+        .iter()
+        .map(|(id, stale)| (id, if render { *stale } else { Stale::NONE }, WorkIndexChanges::of(aggregates, id)))
+        .collect();
+    let mut further = BTreeSet::new();
+    for (id, _, changes) in &work_changes {
+        if render || !changes.is_empty() {
+            further.extend([Topic::Disputes, Topic::Certificates].map(|topic| (topic, (*id).clone())));
+            further.extend(changes.named_after.iter().map(|party| (Topic::Parties, party.clone())));
         }
     }
-    for id in &dirty.licenses {
+    for id in &documents.licenses {
         if let Some(license) = state_of!(aggregates, state, Topic::Licenses, id, License) {
-            named_parties.insert(license.licensee_party_id.clone());
+            let before = state_of!(aggregates, before, Topic::Licenses, id, License);
+            if render || before.map(|before| &before.licensee_party_id) != Some(&license.licensee_party_id) {
+                further.insert((Topic::Parties, license.licensee_party_id.clone()));
+            }
         }
     }
-    aggregates
-        .load(store, version, overlay, named_parties.into_iter().map(|id| (Topic::Parties, id)).collect())
-        .await?;
+    aggregates.load(store, version, overlay, further).await?;
 
-    let parties = aggregates.parties();
+    let parties = if render { aggregates.parties() } else { PartyDirectory::default() };
     let mut read_set = ReadSetBuilder::default();
-    for (id, stale) in &dirty.works {
-        write_work(aggregates, &parties, id, *stale, write, &mut read_set);
+    for (id, stale, changes) in work_changes {
+        write_work(aggregates, &parties, id, stale, changes, write, &mut read_set);
     }
-    for id in &dirty.licenses {
-        write_license(aggregates, &parties, id, write, &mut read_set);
+    for id in &documents.licenses {
+        write_license(aggregates, &parties, id, render, write, &mut read_set);
     }
-    write.read_set = read_set.finish(aggregates, dirty.changed_parties);
+    write.read_set = read_set.finish(aggregates, dirty.changed_parties.clone());
     Ok(())
 }
 
-/// Renders `documents` again from the states stored now, for a backend that
-/// reported them stale after writing (see [`read_model::read_set`]). The
-/// batch changes no state, reference or checkpoint.
-pub async fn rerender(
+/// Renders `documents` from the states stored now (with `pending`, the
+/// batch in flight, overlaid): documents that deferred batches left, or that
+/// a backend reported stale after writing (see [`read_model::read_set`]).
+/// The batch changes no state, reference or checkpoint.
+pub async fn render_documents(
     store: &dyn Store,
     version: ModelVersion,
-    documents: &[PartyReferrer],
+    pending: Option<&WriteBatch>,
+    documents: DocumentsToRender,
 ) -> Result<WriteBatch, StoreError> {
-    let mut dirty = Dirty::default();
-    for document in documents {
-        match document {
-            PartyReferrer::Work(id) => {
-                dirty.works.insert(id.clone(), Stale::ALL);
-            }
-            PartyReferrer::License(id) => {
-                dirty.licenses.insert(id.clone());
-            }
-        }
-    }
+    let dirty = Dirty { documents, changed_parties: Vec::new() };
     let mut write = WriteBatch::default();
-    render_dirty(store, version, &Overlay::default(), &mut Aggregates::default(), dirty, &mut write).await?;
+    let overlay = Overlay::of(pending);
+    render_dirty(store, version, &overlay, &mut Aggregates::default(), &dirty, Rendering::InBatch, &mut write).await?;
     Ok(write)
 }
 
@@ -520,10 +624,9 @@ impl ReadSetBuilder {
     }
 }
 
-/// Records what an applied event makes dirty, and its provenance entry.
-fn note_applied(
+/// Records what an event makes dirty.
+fn note_dirty(
     event: &Event,
-    write: &mut WriteBatch,
     dirty_works: &mut BTreeMap<String, Stale>,
     dirty_licenses: &mut BTreeSet<String>,
     dirty_parties: &mut BTreeSet<String>,
@@ -540,25 +643,40 @@ fn note_applied(
         }
         Topic::Works | Topic::Rights | Topic::Disputes | Topic::Certificates => {
             dirty_works.entry(id.clone()).or_default().merge(Stale::of_topic(event.topic));
-            let entry = read_model::documents::ProvenanceEntry {
-                event_id: event.envelope.event_id.clone(),
-                event_type: event.envelope.event_type.clone(),
-                topic: event.topic.name().to_owned(),
-                aggregate_version: event.envelope.aggregate_version,
-                occurred_at: event.envelope.occurred_at,
-                recorded_at: event.envelope.recorded_at,
-                source_system: event.envelope.source_system.clone(),
-                changed: event.change.changed_fields(),
-            };
-            write.provenance.push(ProvenanceRow {
-                lcc_id: id.clone(),
-                recorded_at: event.envelope.recorded_at.0,
-                topic: event.topic.name().to_owned(),
-                aggregate_version: event.envelope.aggregate_version,
-                body: to_body(&entry),
-            });
         }
     }
+}
+
+/// Records what an applied event makes dirty, and its provenance entry (a
+/// work's own topics only).
+fn note_applied(
+    event: &Event,
+    write: &mut WriteBatch,
+    dirty_works: &mut BTreeMap<String, Stale>,
+    dirty_licenses: &mut BTreeSet<String>,
+    dirty_parties: &mut BTreeSet<String>,
+) {
+    note_dirty(event, dirty_works, dirty_licenses, dirty_parties);
+    if !WORK_TOPICS.contains(&event.topic) {
+        return;
+    }
+    let entry = read_model::documents::ProvenanceEntry {
+        event_id: event.envelope.event_id.clone(),
+        event_type: event.envelope.event_type.clone(),
+        topic: event.topic.name().to_owned(),
+        aggregate_version: event.envelope.aggregate_version,
+        occurred_at: event.envelope.occurred_at,
+        recorded_at: event.envelope.recorded_at,
+        source_system: event.envelope.source_system.clone(),
+        changed: event.change.changed_fields(),
+    };
+    write.provenance.push(ProvenanceRow {
+        lcc_id: event.envelope.aggregate_id.clone(),
+        recorded_at: event.envelope.recorded_at.0,
+        topic: event.topic.name().to_owned(),
+        aggregate_version: event.envelope.aggregate_version,
+        body: to_body(&entry),
+    });
 }
 
 fn to_body(document: &impl Serialize) -> Vec<u8> {
@@ -579,47 +697,94 @@ fn identifiers(work: Option<&WorkState>) -> BTreeSet<(IdentifierKind, String)> {
         .collect()
 }
 
+/// What a batch's changes to a work's own states alter outside its
+/// documents: party references, index entries, its bulk row's removal.
+/// These follow from the state changes alone, so a deferred batch writes them too.
+#[derive(Debug, Default)]
+struct WorkIndexChanges {
+    /// The parties the work names now.
+    named_after: BTreeSet<String>,
+    /// A party, and whether the work names it now.
+    references: Vec<(String, bool)>,
+    /// An identifier, and whether it is indexed now.
+    identifiers: Vec<((IdentifierKind, String), bool)>,
+    /// Only a published work has a bulk row (see `render_work`).
+    removes_bulk_row: bool,
+}
+
+impl WorkIndexChanges {
+    fn of(aggregates: &Aggregates, id: &str) -> WorkIndexChanges {
+        let work = state_of!(aggregates, state, Topic::Works, id, Work);
+        let rights = state_of!(aggregates, state, Topic::Rights, id, Rights);
+        let work_before = state_of!(aggregates, before, Topic::Works, id, Work);
+        let rights_before = state_of!(aggregates, before, Topic::Rights, id, Rights);
+        let named =
+            |work: Option<&WorkState>, rights| work.map(|work| parties_named_by_work(work, rights)).unwrap_or_default();
+        let (named_before, named_after) = (named(work_before, rights_before), named(work, rights));
+        let references = named_before
+            .difference(&named_after)
+            .map(|party| (party.clone(), false))
+            .chain(named_after.difference(&named_before).map(|party| (party.clone(), true)))
+            .collect();
+        let (indexed_before, indexed_after) = (identifiers(work_before), identifiers(work));
+        let identifiers = indexed_before
+            .difference(&indexed_after)
+            .map(|entry| (entry.clone(), false))
+            .chain(indexed_after.difference(&indexed_before).map(|entry| (entry.clone(), true)))
+            .collect();
+        let published = |work: &WorkState| work.status == WorkStatus::Published;
+        let removes_bulk_row = work.is_some_and(|work| !published(work)) && work_before.is_some_and(published);
+        WorkIndexChanges { named_after, references, identifiers, removes_bulk_row }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.references.is_empty() && self.identifiers.is_empty() && !self.removes_bulk_row
+    }
+}
+
+/// Writes a work's index changes and renders the parts of its documents
+/// that `stale` names (none when rendering is deferred).
 fn write_work(
     aggregates: &Aggregates,
     parties: &PartyDirectory<'_>,
     id: &str,
     stale: Stale,
+    changes: WorkIndexChanges,
     write: &mut WriteBatch,
     read_set: &mut ReadSetBuilder,
 ) {
-    let work = state_of!(aggregates, state, Topic::Works, id, Work);
-    let rights = state_of!(aggregates, state, Topic::Rights, id, Rights);
-    let work_before = state_of!(aggregates, before, Topic::Works, id, Work);
-    let rights_before = state_of!(aggregates, before, Topic::Rights, id, Rights);
-
-    let named =
-        |work: Option<&WorkState>, rights| work.map(|work| parties_named_by_work(work, rights)).unwrap_or_default();
-    let (named_before, named_after) = (named(work_before, rights_before), named(work, rights));
-    let version = aggregates.work_write_version(id, &named_after);
-    let inputs = WORK_TOPICS.map(|topic| (topic, id));
-    let named_inputs = named_after.iter().map(|party| (Topic::Parties, party.as_str()));
-    read_set.document(PartyReferrer::Work(id.to_owned()), aggregates, inputs.into_iter().chain(named_inputs));
-    let references = named_before
-        .difference(&named_after)
-        .map(|party| (party, false))
-        .chain(named_after.difference(&named_before).map(|party| (party, true)));
-    for (party, present) in references {
+    let render = stale != Stale::NONE;
+    let document = PartyReferrer::Work(id.to_owned());
+    if !render {
+        // It is rendered later, from states read after this batch commits.
+        read_set.document(document, aggregates, []);
+        if changes.is_empty() {
+            return;
+        }
+    } else {
+        let inputs = WORK_TOPICS.map(|topic| (topic, id));
+        let named_inputs = changes.named_after.iter().map(|party| (Topic::Parties, party.as_str()));
+        read_set.document(document, aggregates, inputs.into_iter().chain(named_inputs));
+    }
+    let version = aggregates.work_write_version(id, &changes.named_after);
+    for (party_id, present) in changes.references {
         let referrer = PartyReferrer::Work(id.to_owned());
-        write.party_references.push(PartyReferenceWrite { party_id: party.clone(), referrer, present, version });
+        write.party_references.push(PartyReferenceWrite { party_id, referrer, present, version });
     }
-    let (indexed_before, indexed_after) = (identifiers(work_before), identifiers(work));
-    let index_changes = indexed_before
-        .difference(&indexed_after)
-        .map(|entry| (entry, false))
-        .chain(indexed_after.difference(&indexed_before).map(|entry| (entry, true)));
-    for ((kind, code), present) in index_changes {
-        let (kind, code, lcc_id) = (*kind, code.clone(), id.to_owned());
-        write.identifiers.push(IdentifierWrite { kind, code, lcc_id, present, version });
+    for ((kind, code), present) in changes.identifiers {
+        write.identifiers.push(IdentifierWrite { kind, code, lcc_id: id.to_owned(), present, version });
     }
-
+    let keyed = |body: Option<Vec<u8>>| KeyedWrite { key: id.to_owned(), body, version };
+    if changes.removes_bulk_row {
+        write.bulk_rows.push(keyed(None));
+    }
     // Documents exist once the work itself is registered; rights, disputes
     // and certificates that arrive earlier wait in their states.
-    let Some(work) = work else { return };
+    let Some(work) = state_of!(aggregates, state, Topic::Works, id, Work) else { return };
+    if !render {
+        return;
+    }
+    let rights = state_of!(aggregates, state, Topic::Rights, id, Rights);
     let rendered = render_work(WorkInputs {
         lcc_id: id,
         work,
@@ -641,24 +806,20 @@ fn write_work(
     if stale.evidence {
         document(DocumentKind::Evidence, Some(to_body(&rendered.evidence)));
     }
-    let keyed = |body: Option<Vec<u8>>| KeyedWrite { key: id.to_owned(), body, version };
-    match rendered.bulk_row {
-        Some(row) if stale.bulk => write.bulk_rows.push(keyed(Some(to_body(&row)))),
-        Some(_) => {}
-        None if work_before.is_some_and(|before| before.status == WorkStatus::Published) => {
-            write.bulk_rows.push(keyed(None));
-        }
-        None => {}
+    if let Some(row) = rendered.bulk_row.filter(|_| stale.bulk) {
+        write.bulk_rows.push(keyed(Some(to_body(&row))));
     }
     if let Some(fixture) = rendered.fixture {
         write.fixtures.push(keyed(Some(to_body(&fixture))));
     }
 }
 
+/// Writes a license's party reference changes and, when `render`, its documents.
 fn write_license(
     aggregates: &Aggregates,
     parties: &PartyDirectory<'_>,
     id: &str,
+    render: bool,
     write: &mut WriteBatch,
     read_set: &mut ReadSetBuilder,
 ) {
@@ -666,7 +827,9 @@ fn write_license(
         return;
     };
     let inputs = [(Topic::Licenses, id), (Topic::Parties, license.licensee_party_id.as_str())];
-    read_set.document(PartyReferrer::License(id.to_owned()), aggregates, inputs);
+    // A deferred document is rendered later, from states read after this batch commits.
+    let inputs = if render { &inputs[..] } else { &[] };
+    read_set.document(PartyReferrer::License(id.to_owned()), aggregates, inputs.iter().copied());
     let version = WriteVersion::of_inputs(
         aggregates.version_sum([(Topic::Licenses, id)]),
         aggregates.version_sum([(Topic::Parties, license.licensee_party_id.as_str())]),
@@ -683,6 +846,9 @@ fn write_license(
             write.party_references.push(reference(previous, false));
         }
         write.party_references.push(reference(&license.licensee_party_id, true));
+    }
+    if !render {
+        return;
     }
     let (document, fixture) = render_license(id, license, parties);
     let body = Some(to_body(&document));

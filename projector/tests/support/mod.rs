@@ -13,6 +13,7 @@ use projector::dead_letter::DeadLetterFile;
 use projector::events::{Creator, RightRecord, WorkRecord};
 use projector::generate::world::{DAY, Draft, Payload, PersonalData};
 use projector::generate::{GenerateOptions, write_drafts};
+use projector::render_deferral::RenderDeferral;
 use projector::runner::{RunOptions, RunTotals, run_file_source};
 use projector::source::file::FileSource;
 use read_model::calendar::{Date, Timestamp};
@@ -57,6 +58,7 @@ impl Projection {
             linger: Duration::from_millis(100),
             exit_when_caught_up: true,
             poll_interval: Duration::from_millis(10),
+            render_deferral: RenderDeferral::DEFAULT,
         };
         run_file_source(store, ModelVersion(1), source, letters, options, std::future::pending()).await.expect("run")
     }

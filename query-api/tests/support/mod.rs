@@ -16,6 +16,7 @@ use http_body_util::BodyExt;
 use projector::contract::Contract;
 use projector::dead_letter::DeadLetterFile;
 use projector::generate::{GenerateOptions, generate};
+use projector::render_deferral::RenderDeferral;
 use projector::runner::{RunOptions, run_file_source};
 use projector::source::file::FileSource;
 use query_api::app::{App, Environment, Settings};
@@ -45,6 +46,7 @@ async fn project(store: &SqliteStore, events: &Path, dead_letters: &Path) {
         linger: Duration::from_millis(100),
         exit_when_caught_up: true,
         poll_interval: Duration::from_millis(10),
+        render_deferral: RenderDeferral::DEFAULT,
     };
     let store: Arc<dyn Store> = Arc::new(store.clone());
     run_file_source(store, ModelVersion(1), source, letters, options, std::future::pending())

@@ -22,7 +22,12 @@ fn sigkill_at_random_points_then_restart_gives_the_clean_store() {
     let mut random = Random::new(2026);
     let mut killed_mid_stream = 0;
     for attempt in 0..8 {
-        let mut child = projector_command(&events, &crashed, 250).spawn().expect("projector starts");
+        // Rendering deferred 400 documents at a time: kills land both while
+        // documents and checkpoints wait and after they were written.
+        let mut child = projector_command(&events, &crashed, 250)
+            .env("LCC_RENDER_DEFERRAL_MAX_DOCUMENTS", "400")
+            .spawn()
+            .expect("projector starts");
         let delay = Duration::from_millis(random.range(150, 700) as u64);
         if sigkill_after(&mut child, delay) {
             killed_mid_stream += 1;

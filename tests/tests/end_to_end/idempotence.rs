@@ -8,7 +8,7 @@ use std::path::Path;
 
 use apache_avro::types::Value;
 use apache_avro::{Reader, Schema, Writer};
-use end_to_end_tests::{assert_same_documents, dump_documents, project};
+use end_to_end_tests::{assert_same_documents, dump_documents, project, project_with_environment};
 use projector::contract::{Contract, Topic};
 use projector::generate::{GenerateOptions, Random, future_works_schema, generate};
 
@@ -135,20 +135,31 @@ fn duplicated_and_shuffled_delivery_gives_byte_identical_documents() {
     );
 }
 
-/// Batch boundaries are invisible: tiny batches (each projected while the
-/// previous one is still being written, through the overlay) give the same
-/// documents as one single batch.
+/// Batch boundaries are invisible, and so is when documents are rendered:
+/// tiny batches (each projected while the previous one is still being
+/// written, through the overlay) give the same documents as one single
+/// batch, whether each renders its own documents, they all defer rendering
+/// until the source has caught up, or deferral stops and starts again every
+/// 50 documents.
 #[test]
-fn batch_size_does_not_change_the_documents() {
+fn batch_size_and_render_deferral_do_not_change_the_documents() {
     let directory = tempfile::tempdir().expect("tempdir");
     let events = directory.path().join("events");
     let options = GenerateOptions { works: 500, seed: 8, events_per_segment: 500, sandbox: false };
     generate(&options, &events).expect("generate");
     let one_batch = project(&events, &directory.path().join("one-batch"), 1_000_000);
-    let tiny_batches = project(&events, &directory.path().join("tiny-batches"), 7);
-    assert_eq!(one_batch.applied, tiny_batches.applied);
-    assert_same_documents(
-        &dump_documents(&directory.path().join("one-batch")),
-        &dump_documents(&directory.path().join("tiny-batches")),
-    );
+    let expected = dump_documents(&directory.path().join("one-batch"));
+    let mut writes = Vec::new();
+    for (name, max_documents) in
+        [("in-every-batch", "0"), ("deferred-until-caught-up", "1000000"), ("deferred-by-50", "50")]
+    {
+        let data = directory.path().join(name);
+        let environment = [("LCC_RENDER_DEFERRAL_MAX_DOCUMENTS", max_documents)];
+        let tiny_batches = project_with_environment(&events, &data, 7, &environment);
+        assert_eq!(one_batch.applied, tiny_batches.applied, "{name}");
+        assert_same_documents(&expected, &dump_documents(&data));
+        writes.push(tiny_batches.batches);
+    }
+    // Deferred documents are written in batches of their own, after the events'.
+    assert!(writes[1] > writes[0] && writes[2] > writes[0], "store writes: {writes:?}");
 }
