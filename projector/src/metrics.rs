@@ -29,6 +29,7 @@ pub struct ProjectorMetrics {
     write_conflicts: IntCounter,
     batch_seconds: Histogram,
     rebalances: IntCounter,
+    documents_awaiting_render: IntGauge,
     lag_messages: IntGaugeVec,
     lag_seconds: GaugeVec,
     stalled: IntGaugeVec,
@@ -61,6 +62,10 @@ impl ProjectorMetrics {
         let rebalances = IntCounter::new(
             "lcc_projector_rebalances_total",
             "Consumer-group rebalances (assignments and revocations).",
+        )?;
+        let documents_awaiting_render = IntGauge::new(
+            "lcc_projector_documents_awaiting_render",
+            "Documents whose rendering is deferred while the projector catches up.",
         )?;
         let partition = ["topic", "partition"];
         let lag_messages = IntGaugeVec::new(
@@ -97,6 +102,7 @@ impl ProjectorMetrics {
         registry.register(Box::new(write_conflicts.clone()))?;
         registry.register(Box::new(batch_seconds.clone()))?;
         registry.register(Box::new(rebalances.clone()))?;
+        registry.register(Box::new(documents_awaiting_render.clone()))?;
         registry.register(Box::new(lag_messages.clone()))?;
         registry.register(Box::new(lag_seconds.clone()))?;
         registry.register(Box::new(stalled.clone()))?;
@@ -114,6 +120,7 @@ impl ProjectorMetrics {
             write_conflicts,
             batch_seconds,
             rebalances,
+            documents_awaiting_render,
             lag_messages,
             lag_seconds,
             stalled,
@@ -158,6 +165,7 @@ impl BatchObserver for ProjectorMetrics {
         self.batches.inc();
         self.write_conflicts.inc_by(committed.totals.write_conflicts);
         self.batch_seconds.observe(committed.latency.as_secs_f64());
+        self.documents_awaiting_render.set(i64::try_from(committed.documents_awaiting_render).unwrap_or(i64::MAX));
     }
 }
 
@@ -212,4 +220,30 @@ pub fn admin_router(state: AdminState) -> Router {
             async move { readiness(&state).await }
         },
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::runner::RunTotals;
+
+    #[test]
+    fn a_committed_batch_sets_the_documents_awaiting_render() {
+        let metrics = ProjectorMetrics::new(ModelVersion(1), false).expect("metrics");
+        let committed = |documents_awaiting_render| CommittedBatch {
+            checkpoints: &[],
+            last_recorded_at: &[],
+            totals: RunTotals { batches: 1, ..RunTotals::default() },
+            latency: Duration::from_millis(5),
+            documents_awaiting_render,
+        };
+        metrics.batch_committed(&committed(42));
+        assert!(metrics.render(None).contains("\nlcc_projector_documents_awaiting_render 42\n"));
+        metrics.batch_committed(&committed(0));
+        let text = metrics.render(None);
+        assert!(text.contains("\nlcc_projector_documents_awaiting_render 0\n"));
+        assert!(text.contains("\nlcc_projector_batches_total 2\n"), "{text}");
+    }
 }

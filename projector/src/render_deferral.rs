@@ -107,6 +107,11 @@ impl DeferredRenders {
         !self.documents.is_empty()
     }
 
+    /// Works and licenses waiting, each counted once.
+    pub fn document_count(&self) -> usize {
+        self.documents.len()
+    }
+
     /// Once every document is rendered: the checkpoints, the last
     /// recorded-at times and the time the wait began, for the last write.
     pub fn release(&mut self) -> Released {

@@ -122,6 +122,8 @@ pub struct CommittedBatch<'a> {
     pub totals: RunTotals,
     /// From the batch's first event to its commit.
     pub latency: Duration,
+    /// Documents whose rendering was deferred and that still wait once this batch is written.
+    pub documents_awaiting_render: usize,
 }
 
 /// Observes nothing.
@@ -237,7 +239,9 @@ pub async fn run(
             }
             let events = std::mem::replace(&mut batch, Vec::with_capacity(options.batch_size));
             let reprojection = Reprojection::Events { events, rendering };
-            in_flight = Some(writing.start(reprojection, outcome, last_recorded_at, batch_started));
+            let mut written = writing.start(reprojection, outcome, last_recorded_at, batch_started);
+            written.documents_awaiting_render = deferred.document_count();
+            in_flight = Some(written);
         }
         if flush && !keep_deferring && deferred.is_waiting() {
             in_flight = render_deferred(&writing, &mut deferred, in_flight, &mut committed, options.batch_size).await?;
@@ -391,7 +395,9 @@ async fn render_deferred(
         finish(in_flight.take(), committed, writing.observer).await?;
         let outcome = BatchOutcome { write, ..BatchOutcome::default() };
         let reprojection = Reprojection::Documents(documents);
-        in_flight = Some(writing.start(reprojection, outcome, last_recorded_at, since));
+        let mut written = writing.start(reprojection, outcome, last_recorded_at, since);
+        written.documents_awaiting_render = deferred.document_count();
+        in_flight = Some(written);
         if !deferred.is_waiting() {
             return Ok(in_flight);
         }
@@ -437,7 +443,7 @@ impl Writing<'_> {
         let target =
             WriteTarget { store: Arc::clone(self.store), version: self.version, source_id: self.source_id.to_owned() };
         let task = tokio::spawn(write_until_fresh(target, reprojection, Arc::clone(&batch)));
-        InFlight { batch, task, totals, last_recorded_at, started }
+        InFlight { batch, task, totals, last_recorded_at, started, documents_awaiting_render: 0 }
     }
 }
 
@@ -448,6 +454,7 @@ struct InFlight {
     totals: RunTotals,
     last_recorded_at: Vec<(String, i32, Timestamp)>,
     started: Instant,
+    documents_awaiting_render: usize,
 }
 
 /// What writing a batch took.
@@ -567,6 +574,7 @@ fn record(
         last_recorded_at: &in_flight.last_recorded_at,
         totals: batch_totals,
         latency: in_flight.started.elapsed(),
+        documents_awaiting_render: in_flight.documents_awaiting_render,
     });
     let totals = &mut committed.totals;
     totals.events += batch_totals.events;
