@@ -239,9 +239,8 @@ pub async fn run(
             }
             let events = std::mem::replace(&mut batch, Vec::with_capacity(options.batch_size));
             let reprojection = Reprojection::Events { events, rendering };
-            let mut written = writing.start(reprojection, outcome, last_recorded_at, batch_started);
-            written.documents_awaiting_render = deferred.document_count();
-            in_flight = Some(written);
+            let progress = Progress { last_recorded_at, started: batch_started, awaiting: deferred.document_count() };
+            in_flight = Some(writing.start(reprojection, outcome, progress));
         }
         if flush && !keep_deferring && deferred.is_waiting() {
             in_flight = render_deferred(&writing, &mut deferred, in_flight, &mut committed, options.batch_size).await?;
@@ -395,9 +394,8 @@ async fn render_deferred(
         finish(in_flight.take(), committed, writing.observer).await?;
         let outcome = BatchOutcome { write, ..BatchOutcome::default() };
         let reprojection = Reprojection::Documents(documents);
-        let mut written = writing.start(reprojection, outcome, last_recorded_at, since);
-        written.documents_awaiting_render = deferred.document_count();
-        in_flight = Some(written);
+        let progress = Progress { last_recorded_at, started: since, awaiting: deferred.document_count() };
+        in_flight = Some(writing.start(reprojection, outcome, progress));
         if !deferred.is_waiting() {
             return Ok(in_flight);
         }
@@ -424,13 +422,7 @@ struct Writing<'a> {
 
 impl Writing<'_> {
     /// Starts writing a projected batch on a task of its own.
-    fn start(
-        &self,
-        reprojection: Reprojection,
-        outcome: BatchOutcome,
-        last_recorded_at: Vec<(String, i32, Timestamp)>,
-        started: Instant,
-    ) -> InFlight {
+    fn start(&self, reprojection: Reprojection, outcome: BatchOutcome, progress: Progress) -> InFlight {
         let batch = Arc::new(outcome.write);
         let totals = RunTotals {
             events: reprojection.event_count(),
@@ -443,8 +435,18 @@ impl Writing<'_> {
         let target =
             WriteTarget { store: Arc::clone(self.store), version: self.version, source_id: self.source_id.to_owned() };
         let task = tokio::spawn(write_until_fresh(target, reprojection, Arc::clone(&batch)));
-        InFlight { batch, task, totals, last_recorded_at, started, documents_awaiting_render: 0 }
+        InFlight { batch, task, totals, progress }
     }
+}
+
+/// What a committed batch reports of the loop's progress.
+struct Progress {
+    /// The recorded-at time of the last event per (stream, partition) that the batch makes visible.
+    last_recorded_at: Vec<(String, i32, Timestamp)>,
+    /// When the oldest event the batch makes visible was taken in.
+    started: Instant,
+    /// Documents still deferred once the batch is written.
+    awaiting: usize,
 }
 
 /// A batch being written, and what it counts once committed.
@@ -452,9 +454,7 @@ struct InFlight {
     batch: Arc<WriteBatch>,
     task: tokio::task::JoinHandle<Result<Written, StoreError>>,
     totals: RunTotals,
-    last_recorded_at: Vec<(String, i32, Timestamp)>,
-    started: Instant,
-    documents_awaiting_render: usize,
+    progress: Progress,
 }
 
 /// What writing a batch took.
@@ -571,10 +571,10 @@ fn record(
     let batch_totals = RunTotals { write_conflicts: written.write_conflicts, ..in_flight.totals };
     observer.batch_committed(&CommittedBatch {
         checkpoints: &in_flight.batch.checkpoints,
-        last_recorded_at: &in_flight.last_recorded_at,
+        last_recorded_at: &in_flight.progress.last_recorded_at,
         totals: batch_totals,
-        latency: in_flight.started.elapsed(),
-        documents_awaiting_render: in_flight.documents_awaiting_render,
+        latency: in_flight.progress.started.elapsed(),
+        documents_awaiting_render: in_flight.progress.awaiting,
     });
     let totals = &mut committed.totals;
     totals.events += batch_totals.events;
