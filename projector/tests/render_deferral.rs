@@ -4,13 +4,18 @@
 mod support;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use projector::contract::Contract;
+use projector::dead_letter::DeadLetterFile;
 use projector::projection::batch::{Rendering, project_batch};
+use projector::render_deferral::RenderDeferral;
+use projector::runner::{NoObserver, RunOptions, SourceFeed, SourceMessage, run};
 use projector::source::SourcedEvent;
 use projector::source::file::FileSource;
 use read_model::documents::{BulkRow, RightType, RightsProfile};
-use read_model::{Audience, DocumentKind, DocumentReads, ModelVersion, ProjectionWrites};
+use read_model::{Audience, DocumentKind, DocumentReads, ModelVersion, ProjectionWrites, Store};
 use support::{Projection, T0, party, published, right, rights, work};
 
 /// Every event of the files in `events`, in file-name order, and the source's id.
@@ -83,4 +88,59 @@ async fn documents_a_crash_left_unrendered_are_rendered_when_the_events_are_read
     let row: BulkRow = serde_json::from_slice(&page.rows[0]).expect("bulk row");
     assert_eq!(row.lcc_id, "LCC-1");
     assert!(!projection.store.checkpoints(version, &source_id).await.expect("checkpoints").is_empty());
+}
+
+/// A source that stays behind forever (it never reports having caught up)
+/// and then goes quiet: the documents its full batches deferred are rendered
+/// once they have waited the longest they may, while the run goes on.
+#[tokio::test]
+async fn deferred_documents_are_rendered_when_their_wait_is_up_even_if_the_source_never_catches_up() {
+    let projection = Projection::new().await;
+    let drafts = vec![party("PTY-1", "Ada Adler", T0), work("LCC-1", "PTY-1", T0 + 1), published("LCC-1", T0 + 2)];
+    let (events, source_id) = read_events(&projection.write("events", drafts, 10));
+    let event_count = events.len();
+    let (sender, receiver) = tokio::sync::mpsc::channel(16);
+    let stop = Arc::new(AtomicBool::new(false));
+    let reader_stop = Arc::clone(&stop);
+    let reader = std::thread::spawn(move || {
+        for event in events {
+            sender.blocking_send(SourceMessage::Event(event)).expect("the loop receives");
+        }
+        while !reader_stop.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    });
+    let feed = SourceFeed { source_id: source_id.clone(), receiver, stop, reader };
+    let letters = DeadLetterFile::open(&projection.directory.path().join("letters.jsonl")).expect("dead letters");
+    let options = RunOptions {
+        // One full batch: the source is behind, so its documents wait.
+        batch_size: event_count,
+        linger: Duration::from_secs(3600),
+        exit_when_caught_up: false,
+        poll_interval: Duration::from_millis(10),
+        render_deferral: RenderDeferral { max_documents: 1_000, max_wait: Duration::from_millis(200) },
+    };
+    let (shutdown, stopped) = tokio::sync::oneshot::channel::<()>();
+    let store: Arc<dyn Store> = Arc::new(projection.store.clone());
+    let observer = Arc::new(NoObserver);
+    let run = tokio::spawn(run(store, ModelVersion(1), feed, Box::new(letters), observer, options, async {
+        let _ = stopped.await;
+    }));
+
+    let mut rendered = None;
+    for _ in 0..200 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        rendered = projection.store.document(DocumentKind::RightsProfile, "LCC-1").await.expect("read");
+        if rendered.is_some() {
+            break;
+        }
+    }
+    assert!(rendered.is_some(), "the deferred documents were rendered while the run went on");
+    assert!(!run.is_finished());
+    let checkpoints = projection.store.checkpoints(ModelVersion(1), &source_id).await.expect("checkpoints");
+    assert!(!checkpoints.is_empty(), "released with the documents");
+    shutdown.send(()).expect("the run waits");
+    let totals = run.await.expect("task").expect("run");
+    assert_eq!(totals.applied, 3);
+    assert_eq!(totals.batches, 2, "one batch of events, one of its deferred documents");
 }
