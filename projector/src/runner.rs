@@ -18,7 +18,7 @@
 //! Where it starts: the store's checkpoints. A restart after a crash at any
 //! point reads again exactly the events whose effects did not commit.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -349,12 +349,11 @@ async fn project_with_retry(
 async fn render_with_retry(
     store: &dyn Store,
     version: ModelVersion,
-    pending: Option<&WriteBatch>,
     documents: &DocumentsToRender,
 ) -> anyhow::Result<WriteBatch> {
     let mut backoff = Backoff::up_to(RETRY_CEILING);
     loop {
-        match render_documents(store, version, pending, documents.clone()).await {
+        match render_documents(store, version, documents.clone()).await {
             Ok(write) => return Ok(write),
             Err(StoreError::Unavailable(reason)) => wait(&mut backoff, "store unavailable", &reason).await,
             Err(error) => return Err(error).context("failed to render deferred documents"),
@@ -362,9 +361,19 @@ async fn render_with_retry(
     }
 }
 
-/// Renders every deferred document in batches of `batch_size`, each
-/// projected while the one before it is written; the last write carries the
-/// checkpoints the deferred batches held back. Returns the write in flight.
+/// Batches of deferred documents rendered at once: rendering is the costly
+/// part of this phase, and the writer and the log's checkpoints leave part
+/// of the other core free. Each holds `batch_size / CONCURRENT_RENDERS`
+/// documents, so the memory they hold together stays that of one batch.
+const CONCURRENT_RENDERS: usize = 2;
+
+/// Renders every deferred document, [`CONCURRENT_RENDERS`] batches at a time
+/// while the batch before them is written, and writes them in order; the
+/// last write carries the checkpoints the deferred batches held back.
+/// Returns the write in flight.
+///
+/// These batches change no state, so none needs another's overlay, and
+/// their order matters only for the last one.
 async fn render_deferred(
     writing: &Writing<'_>,
     deferred: &mut DeferredRenders,
@@ -375,31 +384,46 @@ async fn render_deferred(
     // A deferred batch projected again after a write conflict may have found more to render.
     finish(in_flight, committed, writing.observer).await?;
     deferred.add(std::mem::take(&mut committed.late_renders));
-    let mut in_flight: Option<InFlight> = None;
     let started = Instant::now();
-    loop {
-        let documents = deferred.next_documents(batch_size.max(1));
-        let pending = in_flight.as_ref().map(|write| Arc::clone(&write.batch));
-        let read_after = committed.last_mark;
-        let mut write =
-            render_with_retry(writing.store.as_ref(), writing.version, pending.as_deref(), &documents).await?;
+    let read_after = committed.last_mark;
+    let mut awaiting = deferred.document_count();
+    let mut chunks = VecDeque::new();
+    while deferred.has_documents() {
+        chunks.push_back(deferred.next_documents((batch_size / CONCURRENT_RENDERS).max(1)));
+    }
+    let render = |documents: DocumentsToRender| {
+        let (store, version) = (Arc::clone(writing.store), writing.version);
+        tokio::spawn(async move {
+            let write = render_with_retry(store.as_ref(), version, &documents).await;
+            (documents, write)
+        })
+    };
+    // Only checkpoints may wait: then one empty batch carries them.
+    let mut rendering = VecDeque::from([render(chunks.pop_front().unwrap_or_default())]);
+    let mut in_flight: Option<InFlight> = None;
+    while let Some(task) = rendering.pop_front() {
+        while rendering.len() + 1 < CONCURRENT_RENDERS
+            && let Some(documents) = chunks.pop_front()
+        {
+            rendering.push_back(render(documents));
+        }
+        let (documents, write) = task.await.context("a render task failed")?;
+        let mut write = write?;
         write.read_set.read_after = read_after;
-        let (last_recorded_at, since) = if deferred.has_documents() {
-            (Vec::new(), started)
-        } else {
+        awaiting -= documents.len();
+        let (last_recorded_at, since) = if rendering.is_empty() && chunks.is_empty() {
             let released = deferred.release();
             write.checkpoints = released.checkpoints;
             (released.last_recorded_at, released.since.unwrap_or(started))
+        } else {
+            (Vec::new(), started)
         };
         finish(in_flight.take(), committed, writing.observer).await?;
         let outcome = BatchOutcome { write, ..BatchOutcome::default() };
         let reprojection = Reprojection::Documents(documents);
-        let progress = Progress { last_recorded_at, started: since, awaiting: deferred.document_count() };
-        in_flight = Some(writing.start(reprojection, outcome, progress));
-        if !deferred.is_waiting() {
-            return Ok(in_flight);
-        }
+        in_flight = Some(writing.start(reprojection, outcome, Progress { last_recorded_at, started: since, awaiting }));
     }
+    Ok(in_flight)
 }
 
 /// Parks events; while the dead-letter sink fails (the dead-letter topic is
@@ -514,7 +538,7 @@ async fn write_until_fresh(
                     documents = applied.stale.len(),
                     "another projector changed their inputs; rendering again"
                 );
-                render_documents(store.as_ref(), version, None, DocumentsToRender::of(&applied.stale)).await
+                render_documents(store.as_ref(), version, DocumentsToRender::of(&applied.stale)).await
             }
             Err(StoreError::WriteConflict(what)) => {
                 tracing::info!(%what, "another projector changed the batch's inputs; projecting it again");
@@ -529,7 +553,7 @@ async fn write_until_fresh(
                     }
                     Reprojection::Documents(documents) => {
                         let checkpoints = batch.checkpoints.clone();
-                        render_documents(store.as_ref(), version, None, documents.clone())
+                        render_documents(store.as_ref(), version, documents.clone())
                             .await
                             .map(|write| WriteBatch { checkpoints, ..write })
                     }

@@ -273,7 +273,7 @@ async fn rendering_documents_again_gives_what_projection_wrote_and_changes_no_st
 
     let work = PartyReferrer::Work("LCC-1".into());
     let documents = DocumentsToRender::of(std::slice::from_ref(&work));
-    let batch = render_documents(&projection.store, ModelVersion(1), None, documents).await.expect("render");
+    let batch = render_documents(&projection.store, ModelVersion(1), documents).await.expect("render");
     for kind in
         [DocumentKind::RightsProfile, DocumentKind::Verification, DocumentKind::Metadata, DocumentKind::Evidence]
     {

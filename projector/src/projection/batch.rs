@@ -553,19 +553,18 @@ async fn render_dirty(
     Ok(())
 }
 
-/// Renders `documents` from the states stored now (with `pending`, the
-/// batch in flight, overlaid): documents that deferred batches left, or that
-/// a backend reported stale after writing (see [`read_model::read_set`]).
-/// The batch changes no state, reference or checkpoint.
+/// Renders `documents` from the states stored now: documents that deferred
+/// batches left, or that a backend reported stale after writing (see
+/// [`read_model::read_set`]). The batch changes no state, reference or
+/// checkpoint, so a batch of it in flight changes nothing the next one reads.
 pub async fn render_documents(
     store: &dyn Store,
     version: ModelVersion,
-    pending: Option<&WriteBatch>,
     documents: DocumentsToRender,
 ) -> Result<WriteBatch, StoreError> {
     let dirty = Dirty { documents, changed_parties: Vec::new() };
     let mut write = WriteBatch::default();
-    let overlay = Overlay::of(pending);
+    let overlay = Overlay::default();
     render_dirty(store, version, &overlay, &mut Aggregates::default(), &dirty, Rendering::InBatch, &mut write).await?;
     Ok(write)
 }
