@@ -33,12 +33,9 @@ pub struct RenderDeferral {
 }
 
 impl RenderDeferral {
-    /// The projector's defaults: half a million documents (about 30 MiB of
-    /// keys) or 30 seconds, half the default stall time of a partition.
+    /// The projector's defaults: half a million documents (only their keys
+    /// wait in memory), or 30 seconds, half the default stall time of a partition.
     pub const DEFAULT: RenderDeferral = RenderDeferral { max_documents: 500_000, max_wait: Duration::from_secs(30) };
-
-    /// Every batch renders its own documents.
-    pub const NEVER: RenderDeferral = RenderDeferral { max_documents: 0, max_wait: Duration::ZERO };
 }
 
 /// What deferred batches left: documents to render, and the checkpoints and
@@ -162,7 +159,8 @@ mod tests {
         let start = Instant::now();
         let mut deferred = DeferredRenders::default();
         assert!(deferred.may_defer(DEFERRAL, start));
-        assert!(!deferred.may_defer(RenderDeferral::NEVER, start));
+        let turned_off = RenderDeferral { max_documents: 0, ..DEFERRAL };
+        assert!(!deferred.may_defer(turned_off, start));
         deferred.hold(&mut deferred_batch(&["LCC-1", "LCC-2"], vec![]), &[], start);
         assert!(deferred.may_defer(DEFERRAL, start + Duration::from_secs(29)));
         assert!(!deferred.may_defer(DEFERRAL, start + Duration::from_secs(30)), "waited too long");
