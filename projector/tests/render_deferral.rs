@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use projector::contract::Contract;
 use projector::dead_letter::DeadLetterFile;
+use projector::generate::world::Draft;
 use projector::projection::batch::{Rendering, project_batch};
 use projector::render_deferral::RenderDeferral;
 use projector::runner::{NoObserver, RunOptions, SourceFeed, SourceMessage, run};
@@ -31,15 +32,20 @@ fn read_events(events: &std::path::Path) -> (Vec<SourcedEvent>, String) {
     (read, source.source_id().to_owned())
 }
 
-#[tokio::test]
-async fn a_deferred_batch_writes_states_and_indexes_but_no_document_and_no_checkpoint() {
-    let projection = Projection::new().await;
-    let drafts = vec![
+/// A party, and a published work whose rights it holds.
+fn published_work_with_its_author() -> Vec<Draft> {
+    vec![
         party("PTY-1", "Ada Adler", T0),
         work("LCC-1", "PTY-1", T0 + 1),
         published("LCC-1", T0 + 2),
         rights("LCC-1", T0 + 3, vec![right("LCC-1", "A0", "PTY-1", 10_000, RightType::AuthorsRight)], true),
-    ];
+    ]
+}
+
+#[tokio::test]
+async fn a_deferred_batch_writes_states_and_indexes_but_no_document_and_no_checkpoint() {
+    let projection = Projection::new().await;
+    let drafts = published_work_with_its_author();
     let (events, source_id) = read_events(&projection.write("events", drafts, 10));
     let version = ModelVersion(1);
     let outcome = project_batch(&projection.store, version, &source_id, &events, None, Rendering::Deferred)
@@ -65,12 +71,7 @@ async fn a_deferred_batch_writes_states_and_indexes_but_no_document_and_no_check
 #[tokio::test]
 async fn documents_a_crash_left_unrendered_are_rendered_when_the_events_are_read_again() {
     let projection = Projection::new().await;
-    let drafts = vec![
-        party("PTY-1", "Ada Adler", T0),
-        work("LCC-1", "PTY-1", T0 + 1),
-        published("LCC-1", T0 + 2),
-        rights("LCC-1", T0 + 3, vec![right("LCC-1", "A0", "PTY-1", 10_000, RightType::AuthorsRight)], true),
-    ];
+    let drafts = published_work_with_its_author();
     let files = projection.write("events", drafts, 10);
     let (events, source_id) = read_events(&files);
     let version = ModelVersion(1);
