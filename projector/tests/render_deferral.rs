@@ -3,9 +3,12 @@
 
 mod support;
 
-use std::sync::Arc;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use async_trait::async_trait;
 
 use projector::contract::Contract;
 use projector::dead_letter::DeadLetterFile;
@@ -16,7 +19,11 @@ use projector::runner::{NoObserver, RunOptions, SourceFeed, SourceMessage, run};
 use projector::source::SourcedEvent;
 use projector::source::file::FileSource;
 use read_model::documents::{BulkRow, RightType, RightsProfile};
-use read_model::{Audience, DocumentKind, DocumentReads, ModelVersion, ProjectionWrites, Store};
+use read_model::{
+    AggregateKey, Audience, BatchWritten, Body, BulkPage, Checkpoint, DocumentKind, DocumentReads, IdentifierKind,
+    ModelVersion, ModelVersionInfo, ModelVersions, PartyReferrer, ProjectionWrites, SqliteStore, Store, StoreError,
+    StoredAggregate, WriteBatch, WriteVersion,
+};
 use support::{Projection, T0, party, published, right, rights, work};
 
 /// Every event of the files in `events`, in file-name order, and the source's id.
@@ -63,6 +70,163 @@ async fn a_deferred_batch_writes_states_and_indexes_but_no_document_and_no_check
     assert_eq!(projection.store.document(DocumentKind::RightsProfile, "LCC-1").await.expect("read"), None);
     assert_eq!(projection.store.provenance("LCC-1").await.expect("provenance").len(), 3);
     assert!(projection.store.checkpoints(version, &source_id).await.expect("checkpoints").is_empty());
+}
+
+/// The SQLite store, claiming the given write ordering, and recording which
+/// aggregates the projector reads.
+#[derive(Debug)]
+struct RecordingStore {
+    inner: SqliteStore,
+    orders_writes_by_version: bool,
+    read: Mutex<Vec<AggregateKey>>,
+}
+
+impl RecordingStore {
+    fn read_topics(&self, id: &str) -> Vec<String> {
+        let read = self.read.lock().expect("read keys");
+        read.iter().filter(|key| key.id == id).map(|key| key.topic.clone()).collect()
+    }
+}
+
+#[async_trait]
+impl DocumentReads for RecordingStore {
+    async fn document(&self, kind: DocumentKind, key: &str) -> Result<Option<Body>, StoreError> {
+        self.inner.document(kind, key).await
+    }
+
+    async fn provenance(&self, lcc_id: &str) -> Result<Vec<Body>, StoreError> {
+        self.inner.provenance(lcc_id).await
+    }
+
+    async fn works_by_identifier(
+        &self,
+        kind: IdentifierKind,
+        code: &str,
+        audience: Audience,
+    ) -> Result<Vec<String>, StoreError> {
+        self.inner.works_by_identifier(kind, code, audience).await
+    }
+
+    async fn bulk_page(&self, audience: Audience, offset: u64, limit: u32) -> Result<BulkPage, StoreError> {
+        self.inner.bulk_page(audience, offset, limit).await
+    }
+
+    async fn sandbox_fixtures(&self) -> Result<Vec<Body>, StoreError> {
+        self.inner.sandbox_fixtures().await
+    }
+
+    async fn ping(&self) -> Result<(), StoreError> {
+        self.inner.ping().await
+    }
+}
+
+#[async_trait]
+impl ProjectionWrites for RecordingStore {
+    async fn aggregates(
+        &self,
+        version: ModelVersion,
+        keys: &[AggregateKey],
+    ) -> Result<HashMap<AggregateKey, StoredAggregate>, StoreError> {
+        self.read.lock().expect("read keys").extend_from_slice(keys);
+        self.inner.aggregates(version, keys).await
+    }
+
+    async fn party_referrers(
+        &self,
+        version: ModelVersion,
+        party_ids: &[String],
+    ) -> Result<Vec<(String, PartyReferrer)>, StoreError> {
+        self.inner.party_referrers(version, party_ids).await
+    }
+
+    async fn checkpoints(&self, version: ModelVersion, source: &str) -> Result<Vec<Checkpoint>, StoreError> {
+        self.inner.checkpoints(version, source).await
+    }
+
+    fn orders_writes_by_version(&self) -> bool {
+        self.orders_writes_by_version
+    }
+
+    async fn apply_batch(&self, version: ModelVersion, batch: Arc<WriteBatch>) -> Result<BatchWritten, StoreError> {
+        self.inner.apply_batch(version, batch).await
+    }
+}
+
+#[async_trait]
+impl ModelVersions for RecordingStore {
+    async fn migrate(&self) -> Result<(), StoreError> {
+        self.inner.migrate().await
+    }
+
+    async fn model_versions(&self) -> Result<Vec<ModelVersionInfo>, StoreError> {
+        self.inner.model_versions().await
+    }
+
+    async fn create_model_version(&self, version: ModelVersion) -> Result<(), StoreError> {
+        self.inner.create_model_version(version).await
+    }
+
+    async fn activate_model_version(&self, version: ModelVersion) -> Result<(), StoreError> {
+        self.inner.activate_model_version(version).await
+    }
+
+    async fn drop_model_version(&self, version: ModelVersion) -> Result<(), StoreError> {
+        self.inner.drop_model_version(version).await
+    }
+
+    async fn active_model_version(&self) -> Result<Option<ModelVersion>, StoreError> {
+        self.inner.active_model_version().await
+    }
+}
+
+/// A party is stored; then a deferred batch registers a work that names it.
+/// Returns the store, which recorded the second batch's reads, and that batch's write.
+async fn deferred_batch_naming_a_stored_party(orders_writes_by_version: bool) -> (RecordingStore, WriteBatch) {
+    let projection = Projection::new().await;
+    let version = ModelVersion(1);
+    let (first, source_id) = read_events(&projection.write("party", vec![party("PTY-1", "Ada Adler", T0)], 10));
+    let outcome =
+        project_batch(&projection.store, version, &source_id, &first, None, Rendering::InBatch).await.expect("project");
+    projection.store.apply_batch(version, Arc::new(outcome.write)).await.expect("write");
+
+    let store = RecordingStore { inner: projection.store.clone(), orders_writes_by_version, read: Mutex::default() };
+    let drafts = vec![
+        work("LCC-1", "PTY-1", T0 + 1),
+        rights("LCC-1", T0 + 2, vec![right("LCC-1", "A0", "PTY-1", 10_000, RightType::AuthorsRight)], true),
+    ];
+    let (second, source_id) = read_events(&projection.write("work", drafts, 10));
+    let outcome =
+        project_batch(&store, version, &source_id, &second, None, Rendering::Deferred).await.expect("project");
+    assert_eq!(outcome.applied, 2);
+    let reference = outcome.write.party_references.iter().find(|reference| reference.party_id == "PTY-1");
+    assert!(reference.is_some_and(|reference| reference.present), "the work names the party");
+    (store, outcome.write)
+}
+
+/// The inputs a deferred batch does not render from would only supply the
+/// write versions of its index changes; a serial backend ignores those.
+#[tokio::test]
+async fn a_deferred_batch_reads_no_aggregate_that_only_a_write_version_needs_when_the_backend_is_serial() {
+    let (store, _) = deferred_batch_naming_a_stored_party(false).await;
+    assert!(store.read_topics("PTY-1").is_empty(), "the named party is not read: {:?}", store.read_topics("PTY-1"));
+    let mut own = store.read_topics("LCC-1");
+    own.sort();
+    own.dedup();
+    assert_eq!(own, ["rights", "works"], "the work's own states that index changes follow from");
+}
+
+#[tokio::test]
+async fn a_deferred_batch_versions_its_index_changes_by_every_input_when_the_backend_orders_writes_by_version() {
+    let (store, write) = deferred_batch_naming_a_stored_party(true).await;
+    assert_eq!(store.read_topics("PTY-1"), ["parties"], "the named party is read for its version");
+    let own = store.read_topics("LCC-1");
+    assert!(own.contains(&"certificates".to_owned()) && own.contains(&"disputes".to_owned()), "{own:?}");
+    let reference = write.party_references.iter().find(|reference| reference.party_id == "PTY-1").expect("reference");
+    assert_eq!(
+        reference.version,
+        WriteVersion::of_inputs(1 + 1, 1),
+        "the work's and the rights' versions, then the party's"
+    );
 }
 
 /// A crash after a deferred batch committed and before its documents were

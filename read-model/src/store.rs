@@ -343,6 +343,12 @@ pub trait ProjectionWrites: Send + Sync {
     /// The checkpoints stored for one source.
     async fn checkpoints(&self, version: ModelVersion, source: &str) -> Result<Vec<Checkpoint>, StoreError>;
 
+    /// Whether the backend orders the writes of one key by their
+    /// [`WriteVersion`]s (ScyllaDB) rather than applying batches in one
+    /// serial order (SQLite). Writing to a serial backend, the projector
+    /// leaves out the reads that would only supply write versions.
+    fn orders_writes_by_version(&self) -> bool;
+
     /// Applies a whole batch atomically: all of it, or none of it, and checks
     /// its read set (see [`crate::read_set`]): either before writing, failing
     /// with [`StoreError::WriteConflict`], or after, reporting the stale

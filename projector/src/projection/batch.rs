@@ -524,9 +524,12 @@ async fn render_dirty(
         .iter()
         .map(|(id, stale)| (id, if render { *stale } else { Stale::NONE }, WorkIndexChanges::of(aggregates, id)))
         .collect();
+    // Without rendering, the other inputs would only supply the write
+    // versions of index changes, which a serial backend ignores.
+    let versions_needed = store.orders_writes_by_version();
     let mut further = BTreeSet::new();
     for (id, _, changes) in &work_changes {
-        if render || !changes.is_empty() {
+        if render || (versions_needed && !changes.is_empty()) {
             further.extend([Topic::Disputes, Topic::Certificates].map(|topic| (topic, (*id).clone())));
             further.extend(changes.named_after.iter().map(|party| (Topic::Parties, party.clone())));
         }
@@ -534,7 +537,8 @@ async fn render_dirty(
     for id in &documents.licenses {
         if let Some(license) = state_of!(aggregates, state, Topic::Licenses, id, License) {
             let before = state_of!(aggregates, before, Topic::Licenses, id, License);
-            if render || before.map(|before| &before.licensee_party_id) != Some(&license.licensee_party_id) {
+            let licensee_changed = before.map(|before| &before.licensee_party_id) != Some(&license.licensee_party_id);
+            if render || (versions_needed && licensee_changed) {
                 further.insert((Topic::Parties, license.licensee_party_id.clone()));
             }
         }

@@ -240,6 +240,12 @@ impl ProjectionWrites for ScyllaStore {
         on_version!(self, version, |reads| reads.checkpoints(source))
     }
 
+    /// Writes carry their write versions as timestamps: retries and racing
+    /// projectors can deliver them out of order.
+    fn orders_writes_by_version(&self) -> bool {
+        true
+    }
+
     /// Writes, then checks the read set: without transactions a check before
     /// writing could be overtaken. A projector's state and references are
     /// written before the check reads another's (both at quorum), so of two

@@ -340,6 +340,11 @@ impl ProjectionWrites for SqliteStore {
         self.known_version_file(version)?.state_readers.with(|connection| reads::checkpoints(connection, source))
     }
 
+    /// Batches commit in one serial order (see `writes`).
+    fn orders_writes_by_version(&self) -> bool {
+        false
+    }
+
     async fn apply_batch(&self, version: ModelVersion, batch: Arc<WriteBatch>) -> Result<BatchWritten, StoreError> {
         let file = self.known_version_file(version)?;
         tokio::task::spawn_blocking(move || file.with_writer(|writer| writes::apply_batch(writer, &batch)))
