@@ -5,9 +5,10 @@
 //! It never copies the event's content: the source still holds it, and a
 //! party event's content may be personal data.
 //!
-//! Lines are written and synced before the batch that parks them commits. A
-//! crash in between parks the same events again on restart; the file keeps
-//! one line per position, so that does not duplicate them.
+//! Lines are appended as events are parked, and synced before a batch whose
+//! checkpoints pass them commits. A crash in between parks the same events
+//! again on restart; the file keeps one line per position, so that does not
+//! duplicate them.
 
 use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
@@ -42,6 +43,8 @@ pub struct DeadLetterFile {
     path: PathBuf,
     file: File,
     parked: HashSet<(String, i32, i64)>,
+    /// Whether lines were appended since the last sync.
+    unsynced: bool,
 }
 
 impl DeadLetterFile {
@@ -68,19 +71,22 @@ impl DeadLetterFile {
         }
         let file = OpenOptions::new().create(true).append(true).open(path)?;
         file.set_len(intact_length)?;
-        Ok(DeadLetterFile { path: path.to_path_buf(), file, parked })
+        Ok(DeadLetterFile { path: path.to_path_buf(), file, parked, unsynced: false })
     }
 
     pub fn path(&self) -> &Path {
         &self.path
     }
 
-    /// Appends the events not parked before and syncs the file. Returns how many were new.
+    /// Appends the events not parked before; [`DeadLetterFile::sync`] makes
+    /// them durable. Returns how many were new.
     pub fn park(&mut self, source: &str, events: &[(Position, Rejection)]) -> std::io::Result<usize> {
         let mut text = String::new();
         let now = Timestamp::now();
+        let mut new_positions = HashSet::new();
         for (position, rejection) in events {
-            if !self.parked.insert((position.stream.clone(), position.partition, position.offset)) {
+            let key = (position.stream.clone(), position.partition, position.offset);
+            if self.parked.contains(&key) || !new_positions.insert(key) {
                 continue;
             }
             let letter = DeadLetter {
@@ -102,8 +108,20 @@ impl DeadLetterFile {
             return Ok(0);
         }
         self.file.write_all(text.as_bytes())?;
-        self.file.sync_data()?;
-        Ok(text.lines().count())
+        self.unsynced = true;
+        // Only once written: a failed write is retried with the same events.
+        let count = new_positions.len();
+        self.parked.extend(new_positions);
+        Ok(count)
+    }
+
+    /// Syncs the lines appended since the last sync.
+    pub fn sync(&mut self) -> std::io::Result<()> {
+        if self.unsynced {
+            self.file.sync_data()?;
+            self.unsynced = false;
+        }
+        Ok(())
     }
 
     /// Every line of a dead-letter file.
@@ -118,6 +136,10 @@ impl DeadLetterSink for DeadLetterFile {
         let events: Vec<(Position, Rejection)> =
             events.iter().map(|event| (event.position.clone(), event.rejection.clone())).collect();
         Ok(DeadLetterFile::park(self, source, &events)?)
+    }
+
+    fn flush(&mut self) -> anyhow::Result<()> {
+        Ok(self.sync()?)
     }
 }
 

@@ -103,9 +103,18 @@ pub struct ParkedEvent {
 }
 
 /// Where parked events go: a file or a dead-letter topic.
+///
+/// Parking is split in two so that waiting for durability (a file sync, a
+/// broker's acknowledgement) stays off the path of every batch: the loop
+/// parks a batch's poison events as soon as it is projected, and flushes
+/// only before a write that carries checkpoints. A crash before that write
+/// reads the events again from the older checkpoints and parks them again.
 pub trait DeadLetterSink: Send {
-    /// Parks the events durably before their batch commits. Returns how many were new.
+    /// Hands the events over to be parked. Returns how many were new.
     fn park(&mut self, source: &str, events: &[ParkedEvent]) -> anyhow::Result<usize>;
+
+    /// Returns once every event handed over so far is parked durably.
+    fn flush(&mut self) -> anyhow::Result<()>;
 }
 
 /// Told about every committed batch: Kafka's advisory commit, metrics.
@@ -240,10 +249,21 @@ pub async fn run(
             let events = std::mem::replace(&mut batch, Vec::with_capacity(options.batch_size));
             let reprojection = Reprojection::Events { events, rendering };
             let progress = Progress { last_recorded_at, started: batch_started, awaiting: deferred.document_count() };
+            if !outcome.write.checkpoints.is_empty() {
+                flush_with_retry(dead_letters.as_mut()).await;
+            }
             in_flight = Some(writing.start(reprojection, outcome, progress));
         }
         if flush && !keep_deferring && deferred.is_waiting() {
-            in_flight = render_deferred(&writing, &mut deferred, in_flight, &mut committed, options.batch_size).await?;
+            in_flight = render_deferred(
+                &writing,
+                dead_letters.as_mut(),
+                &mut deferred,
+                in_flight,
+                &mut committed,
+                options.batch_size,
+            )
+            .await?;
         }
         if let Some(reply) = barrier {
             finish(in_flight.take(), &mut committed, observer.as_ref()).await?;
@@ -376,6 +396,7 @@ const CONCURRENT_RENDERS: usize = 2;
 /// their order matters only for the last one.
 async fn render_deferred(
     writing: &Writing<'_>,
+    dead_letters: &mut dyn DeadLetterSink,
     deferred: &mut DeferredRenders,
     in_flight: Option<InFlight>,
     committed: &mut Committed,
@@ -414,6 +435,7 @@ async fn render_deferred(
         let (last_recorded_at, since) = if rendering.is_empty() && chunks.is_empty() {
             let released = deferred.release();
             write.checkpoints = released.checkpoints;
+            flush_with_retry(dead_letters).await;
             (released.last_recorded_at, released.since.unwrap_or(started))
         } else {
             (Vec::new(), started)
@@ -427,12 +449,21 @@ async fn render_deferred(
 }
 
 /// Parks events; while the dead-letter sink fails (the dead-letter topic is
-/// unreachable or missing), consumption pauses and parking is retried: the
-/// batch cannot commit before its poison events are parked.
+/// unreachable or missing), consumption pauses and parking is retried.
 async fn park_with_retry(dead_letters: &mut dyn DeadLetterSink, source_id: &str, parked: &[ParkedEvent]) {
     let mut backoff = Backoff::up_to(RETRY_CEILING);
     while let Err(error) = dead_letters.park(source_id, parked) {
         wait(&mut backoff, "cannot park events", &format!("{} events: {error:#}", parked.len())).await;
+    }
+}
+
+/// Makes the parked events durable before a write that carries checkpoints:
+/// no checkpoint passes a poison event that is not parked. While the sink
+/// fails, consumption pauses and the flush is retried.
+async fn flush_with_retry(dead_letters: &mut dyn DeadLetterSink) {
+    let mut backoff = Backoff::up_to(RETRY_CEILING);
+    while let Err(error) = dead_letters.flush() {
+        wait(&mut backoff, "cannot park events", &format!("{error:#}")).await;
     }
 }
 

@@ -9,10 +9,12 @@
 //! upstream topics hold, personal data of party events included, and needs
 //! the same access control.
 //!
-//! Parking is at least once: the records are flushed before their batch
-//! commits, and a crash in between parks them again on restart. Listing
-//! shows each origin position once; re-driving the same event twice is
-//! harmless, since the projector skips an aggregate version it has applied.
+//! Parking is at least once: records are sent as their batch is projected
+//! and flushed before a write whose checkpoints pass them commits; a crash
+//! in between parks them again on restart, and records whose flush failed
+//! are sent again. Listing shows each origin position once; re-driving the
+//! same event twice is harmless, since the projector skips an aggregate
+//! version it has applied.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -96,6 +98,10 @@ impl CheckedProducer {
 pub struct DeadLetterTopic {
     producer: CheckedProducer,
     topic: String,
+    /// Records sent since the last successful flush, with their parking time.
+    unflushed: Vec<(ParkedEvent, String)>,
+    /// Whether the last flush failed, so that its records are sent again.
+    flush_failed: bool,
 }
 
 impl std::fmt::Debug for DeadLetterTopic {
@@ -109,47 +115,75 @@ impl DeadLetterTopic {
         Ok(DeadLetterTopic {
             producer: CheckedProducer::new(&settings.client_config())?,
             topic: settings.dead_letter_topic.clone(),
+            unflushed: Vec::new(),
+            flush_failed: false,
         })
+    }
+
+    /// Sends one record: the original message, with headers naming its origin and the error.
+    fn send(&self, event: &ParkedEvent, parked_at: &str) -> anyhow::Result<()> {
+        let rejection = &event.rejection;
+        let partition = event.position.partition.to_string();
+        let offset = event.position.offset.to_string();
+        let mut headers = OwnedHeaders::new()
+            .insert(Header { key: "origin-topic", value: Some(event.position.stream.as_str()) })
+            .insert(Header { key: "origin-partition", value: Some(partition.as_str()) })
+            .insert(Header { key: "origin-offset", value: Some(offset.as_str()) })
+            .insert(Header { key: "error", value: Some(rejection.reason.as_str()) })
+            .insert(Header { key: "parked-at", value: Some(parked_at) });
+        for (key, value) in [
+            ("event-id", &rejection.event_id),
+            ("event-type", &rejection.event_type),
+            ("aggregate-id", &rejection.aggregate_id),
+        ] {
+            if let Some(value) = value {
+                headers = headers.insert(Header { key, value: Some(value.as_str()) });
+            }
+        }
+        let original = event.original.as_deref();
+        let mut record = BaseRecord::to(&self.topic).headers(headers);
+        if let Some(key) = original.and_then(|original| original.key.as_deref()) {
+            record = record.key(key);
+        }
+        if let Some(value) = original.and_then(|original| original.value.as_deref()) {
+            record = record.payload(value);
+        }
+        self.producer.send(record)
     }
 }
 
 impl DeadLetterSink for DeadLetterTopic {
+    /// A record that cannot be sent now is sent again by the next flush,
+    /// which fails until every record has arrived.
     fn park(&mut self, _source: &str, events: &[ParkedEvent]) -> anyhow::Result<usize> {
-        if events.is_empty() {
-            return Ok(0);
-        }
         let parked_at = Timestamp::now().to_string();
         for event in events {
-            let rejection = &event.rejection;
-            let partition = event.position.partition.to_string();
-            let offset = event.position.offset.to_string();
-            let mut headers = OwnedHeaders::new()
-                .insert(Header { key: "origin-topic", value: Some(event.position.stream.as_str()) })
-                .insert(Header { key: "origin-partition", value: Some(partition.as_str()) })
-                .insert(Header { key: "origin-offset", value: Some(offset.as_str()) })
-                .insert(Header { key: "error", value: Some(rejection.reason.as_str()) })
-                .insert(Header { key: "parked-at", value: Some(parked_at.as_str()) });
-            for (key, value) in [
-                ("event-id", &rejection.event_id),
-                ("event-type", &rejection.event_type),
-                ("aggregate-id", &rejection.aggregate_id),
-            ] {
-                if let Some(value) = value {
-                    headers = headers.insert(Header { key, value: Some(value.as_str()) });
-                }
+            if !self.flush_failed
+                && let Err(error) = self.send(event, &parked_at)
+            {
+                tracing::warn!(
+                    error = format!("{error:#}"),
+                    "a parked record was not sent; the next flush sends it again"
+                );
+                self.flush_failed = true;
             }
-            let original = event.original.as_deref();
-            let mut record = BaseRecord::to(&self.topic).headers(headers);
-            if let Some(key) = original.and_then(|original| original.key.as_deref()) {
-                record = record.key(key);
-            }
-            if let Some(value) = original.and_then(|original| original.value.as_deref()) {
-                record = record.payload(value);
-            }
-            self.producer.send(record)?;
+            self.unflushed.push((event.clone(), parked_at.clone()));
         }
-        self.producer.flush()?;
         Ok(events.len())
+    }
+
+    fn flush(&mut self) -> anyhow::Result<()> {
+        if self.flush_failed {
+            for (event, parked_at) in &self.unflushed {
+                self.send(event, parked_at)?;
+            }
+        }
+        // Until the flush succeeds, its records count as failed (a delivery may fail after the send).
+        self.flush_failed = true;
+        self.producer.flush()?;
+        self.flush_failed = false;
+        self.unflushed.clear();
+        Ok(())
     }
 }
 
