@@ -10,14 +10,15 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use projector::contract::Contract;
+use projector::contract::{Contract, Topic};
 use projector::dead_letter::DeadLetterFile;
-use projector::generate::world::Draft;
+use projector::generate::world::{Draft, Payload};
 use projector::projection::batch::{Rendering, project_batch};
 use projector::render_deferral::RenderDeferral;
 use projector::runner::{NoObserver, RunOptions, SourceFeed, SourceMessage, run};
 use projector::source::SourcedEvent;
 use projector::source::file::FileSource;
+use read_model::calendar::Timestamp;
 use read_model::documents::{BulkRow, RightType, RightsProfile};
 use read_model::{
     AggregateKey, Audience, BatchWritten, Body, BulkPage, Checkpoint, DocumentKind, DocumentReads, IdentifierKind,
@@ -227,6 +228,29 @@ async fn a_deferred_batch_versions_its_index_changes_by_every_input_when_the_bac
         WriteVersion::of_inputs(1 + 1, 1),
         "the work's and the rights' versions, then the party's"
     );
+}
+
+/// Index changes follow from a work's works and rights states alone, so a
+/// deferred batch that changes neither reads none of the work's other states.
+#[tokio::test]
+async fn a_deferred_batch_reads_only_its_own_states_of_a_work_whose_works_and_rights_it_left_alone() {
+    let projection = Projection::new().await;
+    let version = ModelVersion(1);
+    let (first, source_id) = read_events(&projection.write("work", published_work_with_its_author(), 10));
+    let outcome =
+        project_batch(&projection.store, version, &source_id, &first, None, Rendering::InBatch).await.expect("project");
+    projection.store.apply_batch(version, Arc::new(outcome.write)).await.expect("write");
+
+    let store =
+        RecordingStore { inner: projection.store.clone(), orders_writes_by_version: false, read: Mutex::default() };
+    let certificate = Payload::CertificateIssued("CERT-1".into(), "ab".repeat(32), Timestamp(T0 + 10));
+    let drafts = vec![Draft::new(Topic::Certificates, "LCC-1", T0 + 10, certificate)];
+    let (second, source_id) = read_events(&projection.write("certificate", drafts, 10));
+    let outcome =
+        project_batch(&store, version, &source_id, &second, None, Rendering::Deferred).await.expect("project");
+    assert_eq!(outcome.applied, 1);
+    assert_eq!(outcome.deferred.len(), 1, "the work waits to be rendered");
+    assert_eq!(store.read_topics("LCC-1"), ["certificates"], "only the state the event changes");
 }
 
 /// A crash after a deferred batch committed and before its documents were

@@ -508,13 +508,18 @@ async fn render_dirty(
 ) -> Result<(), StoreError> {
     let documents = &dirty.documents;
     let render = rendering == Rendering::InBatch;
-    // Rendering reads every input of a document. A deferred batch reads a
-    // work's works and rights states, and the other inputs only of the works
-    // whose index changes need a write version.
+    // Rendering reads every input of a document. Index changes follow from
+    // a work's works and rights states alone, so a deferred batch reads those
+    // two only of the works whose works or rights state it changed, and the
+    // other inputs only of the works whose index changes need a write version.
     let topics_first: &[Topic] = if render { &WORK_TOPICS } else { &[Topic::Works, Topic::Rights] };
+    let index_may_change = |id: &str| {
+        render || topics_first.iter().any(|topic| aggregates.entry(*topic, id).is_some_and(|entry| entry.changed))
+    };
     let first = documents
         .works
         .keys()
+        .filter(|id| index_may_change(id))
         .flat_map(|id| topics_first.iter().map(|topic| (*topic, id.clone())))
         .chain(documents.licenses.iter().map(|id| (Topic::Licenses, id.clone())))
         .collect();
