@@ -145,10 +145,22 @@ impl PartitionBoard {
     /// broker holds (as last seen). An instance holding no partition is not
     /// caught up: it may be waiting for a rebalance to give it some.
     pub fn caught_up(&self) -> bool {
+        self.caught_up_with(&HashMap::new())
+    }
+
+    /// Whether partitions are assigned and every one has applied, or handed
+    /// to the projection loop (`handed_over`: the next offset per partition),
+    /// all the broker holds (as last seen). The loop may still be writing
+    /// what it was handed, or holding it back while rendering is deferred.
+    pub fn caught_up_with(&self, handed_over: &HashMap<(String, i32), i64>) -> bool {
         self.with(|partitions| {
-            let mut assigned = partitions.values().filter(|progress| progress.assigned).peekable();
+            let mut assigned = partitions.iter().filter(|(_, progress)| progress.assigned).peekable();
             assigned.peek().is_some()
-                && assigned.all(|progress| progress.high_watermark.is_some_and(|high| progress.next_offset >= high))
+                && assigned.all(|(key, progress)| {
+                    let next =
+                        handed_over.get(key).map_or(progress.next_offset, |handed| (*handed).max(progress.next_offset));
+                    progress.high_watermark.is_some_and(|high| next >= high)
+                })
         })
     }
 }
@@ -189,6 +201,21 @@ mod tests {
         assert!(!board.report()[1].stalled, "no lag, no stall");
         board.assigned(&[("works".into(), 1, 0)]);
         assert_eq!(board.report().iter().map(|report| report.partition).collect::<Vec<_>>(), [1]);
+    }
+
+    #[test]
+    fn offsets_handed_to_the_loop_count_as_caught_up_before_the_store_has_them() {
+        let board = PartitionBoard::new(Duration::from_secs(60));
+        board.assigned(&[("works".into(), 0, 0), ("works".into(), 1, 4)]);
+        board.high_watermark("works", 0, 10);
+        board.high_watermark("works", 1, 4);
+        let mut handed = HashMap::from([(("works".to_owned(), 0), 9)]);
+        assert!(!board.caught_up_with(&handed), "one message not handed over yet");
+        handed.insert(("works".to_owned(), 0), 10);
+        assert!(board.caught_up_with(&handed), "partition 1 has applied all it holds");
+        assert!(!board.caught_up(), "the store has not applied partition 0");
+        board.assigned(&[]);
+        assert!(!board.caught_up_with(&handed), "nothing assigned");
     }
 
     #[test]

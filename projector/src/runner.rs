@@ -204,6 +204,7 @@ pub async fn run(
             }
         };
         let mut filled = false;
+        let lingered = matches!(step, Step::LingerElapsed);
         let (flush, end, barrier) = match step {
             Step::LingerElapsed | Step::RenderDeadline => (true, false, None),
             Step::Received(Some(SourceMessage::Event(event))) => {
@@ -227,9 +228,12 @@ pub async fn run(
             // The reader ended: after a stop, or on its own.
             Step::Received(None) => (true, true, None),
         };
-        // A batch cut because it filled up says that more events wait; any
-        // other cut (linger, caught up, barrier, end, deadline) renders what waits.
-        let keep_deferring = filled && deferred.may_defer(options.render_deferral, Instant::now());
+        // A batch cut because it filled up says that more events wait. So does
+        // a linger cut while documents wait: the source was briefly slower,
+        // and says itself when it has caught up. Any other cut (caught up,
+        // barrier, end, deadline) renders what waits.
+        let behind = filled || (lingered && deferred.is_waiting());
+        let keep_deferring = behind && deferred.may_defer(options.render_deferral, Instant::now());
         if flush && !batch.is_empty() {
             let rendering =
                 if keep_deferring || deferred.is_waiting() { Rendering::Deferred } else { Rendering::InBatch };

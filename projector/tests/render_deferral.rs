@@ -333,3 +333,50 @@ async fn deferred_documents_are_rendered_when_their_wait_is_up_even_if_the_sourc
     assert_eq!(totals.applied, 3);
     assert_eq!(totals.batches, 2, "one batch of events, one of its deferred documents");
 }
+
+/// A source that is briefly slower than the loop, without having caught up:
+/// the batch the linger cuts keeps the documents waiting, and the source's
+/// word that it has caught up renders them.
+#[tokio::test]
+async fn a_linger_cut_keeps_documents_waiting_until_the_source_says_it_has_caught_up() {
+    let projection = Projection::new().await;
+    let (mut events, source_id) = read_events(&projection.write("events", published_work_with_its_author(), 10));
+    let last = events.pop().expect("four events");
+    let (sender, receiver) = tokio::sync::mpsc::channel(16);
+    let stop = Arc::new(AtomicBool::new(false));
+    let reader_stop = Arc::clone(&stop);
+    let reader = std::thread::spawn(move || {
+        while !reader_stop.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    });
+    let feed = SourceFeed { source_id, receiver, stop, reader };
+    let letters = DeadLetterFile::open(&projection.directory.path().join("letters.jsonl")).expect("dead letters");
+    let options = RunOptions {
+        // The first three events fill a batch: the source is behind.
+        batch_size: events.len(),
+        linger: Duration::from_millis(20),
+        exit_when_caught_up: true,
+        poll_interval: Duration::from_millis(10),
+        render_deferral: RenderDeferral { max_documents: 1_000, max_wait: Duration::from_secs(3600) },
+    };
+    let store: Arc<dyn Store> = Arc::new(projection.store.clone());
+    let run =
+        tokio::spawn(run(store, ModelVersion(1), feed, Box::new(letters), Arc::new(NoObserver), options, async {
+            std::future::pending::<()>().await;
+        }));
+    for event in events {
+        sender.send(SourceMessage::Event(event)).await.expect("the loop receives");
+    }
+    sender.send(SourceMessage::Event(last)).await.expect("the loop receives");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let read = |kind| projection.store.document(kind, "LCC-1");
+    assert_eq!(read(DocumentKind::RightsProfile).await.expect("read"), None, "waiting past the linger cut");
+    assert_eq!(projection.store.provenance("LCC-1").await.expect("provenance").len(), 3, "the states are written");
+
+    sender.send(SourceMessage::CaughtUp).await.expect("the loop receives");
+    drop(sender);
+    let totals = run.await.expect("task").expect("run");
+    assert_eq!(totals.applied, 4);
+    assert!(read(DocumentKind::RightsProfile).await.expect("read").is_some(), "rendered once caught up");
+}

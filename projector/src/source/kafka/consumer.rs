@@ -250,12 +250,16 @@ fn consume(
 ) {
     let settings = &consumer.context().settings;
     let mut reported_caught_up = false;
+    // The next offset handed to the loop, per partition.
+    let mut handed_over: HashMap<(String, i32), i64> = HashMap::new();
     while !stop.load(Ordering::Relaxed) {
         commit_to_kafka(consumer, shared);
         let message = match consumer.poll(Duration::from_millis(100)) {
             None => {
-                // Idle: tell the loop once per stretch of idleness that it holds everything.
-                let caught_up = shared.board.caught_up();
+                // Idle: tell the loop once per stretch of idleness that it holds
+                // everything, whether or not it has written it yet (a loop that
+                // defers rendering writes no checkpoint until told).
+                let caught_up = shared.board.caught_up_with(&handed_over);
                 if caught_up && !reported_caught_up && sender.blocking_send(SourceMessage::CaughtUp).is_err() {
                     return;
                 }
@@ -284,6 +288,7 @@ fn consume(
         let Some(topic) = settings.topic_of(message.topic()) else { continue };
         let outcome = decode_with_retry(&mut decoder, topic, message.payload(), stop);
         let Some(outcome) = outcome else { return };
+        handed_over.insert((position.stream.clone(), position.partition), position.offset + 1);
         let event = SourcedEvent { position, outcome, original: Some(original) };
         if sender.blocking_send(SourceMessage::Event(event)).is_err() {
             return;
