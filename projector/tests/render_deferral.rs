@@ -21,9 +21,8 @@ use projector::source::file::FileSource;
 use read_model::calendar::Timestamp;
 use read_model::documents::{BulkRow, RightType, RightsProfile};
 use read_model::{
-    AggregateKey, Audience, BatchWritten, Body, BulkPage, Checkpoint, DocumentKind, DocumentReads, IdentifierKind,
-    ModelVersion, ModelVersionInfo, ModelVersions, PartyReferrer, ProjectionWrites, SqliteStore, Store, StoreError,
-    StoredAggregate, WriteBatch, WriteVersion,
+    AggregateKey, Audience, BatchWritten, Checkpoint, DocumentKind, DocumentReads, ModelVersion, PartyReferrer,
+    ProjectionWrites, SqliteStore, Store, StoreError, StoredAggregate, WriteBatch, WriteVersion,
 };
 use support::{Projection, T0, party, published, right, rights, work};
 
@@ -73,7 +72,7 @@ async fn a_deferred_batch_writes_states_and_indexes_but_no_document_and_no_check
     assert!(projection.store.checkpoints(version, &source_id).await.expect("checkpoints").is_empty());
 }
 
-/// The SQLite store, claiming the given write ordering, and recording which
+/// The SQLite store's projector port, claiming the given write ordering, and recording which
 /// aggregates the projector reads.
 #[derive(Debug)]
 struct RecordingStore {
@@ -86,38 +85,6 @@ impl RecordingStore {
     fn read_topics(&self, id: &str) -> Vec<String> {
         let read = self.read.lock().expect("read keys");
         read.iter().filter(|key| key.id == id).map(|key| key.topic.clone()).collect()
-    }
-}
-
-#[async_trait]
-impl DocumentReads for RecordingStore {
-    async fn document(&self, kind: DocumentKind, key: &str) -> Result<Option<Body>, StoreError> {
-        self.inner.document(kind, key).await
-    }
-
-    async fn provenance(&self, lcc_id: &str) -> Result<Vec<Body>, StoreError> {
-        self.inner.provenance(lcc_id).await
-    }
-
-    async fn works_by_identifier(
-        &self,
-        kind: IdentifierKind,
-        code: &str,
-        audience: Audience,
-    ) -> Result<Vec<String>, StoreError> {
-        self.inner.works_by_identifier(kind, code, audience).await
-    }
-
-    async fn bulk_page(&self, audience: Audience, offset: u64, limit: u32) -> Result<BulkPage, StoreError> {
-        self.inner.bulk_page(audience, offset, limit).await
-    }
-
-    async fn sandbox_fixtures(&self) -> Result<Vec<Body>, StoreError> {
-        self.inner.sandbox_fixtures().await
-    }
-
-    async fn ping(&self) -> Result<(), StoreError> {
-        self.inner.ping().await
     }
 }
 
@@ -150,33 +117,6 @@ impl ProjectionWrites for RecordingStore {
 
     async fn apply_batch(&self, version: ModelVersion, batch: Arc<WriteBatch>) -> Result<BatchWritten, StoreError> {
         self.inner.apply_batch(version, batch).await
-    }
-}
-
-#[async_trait]
-impl ModelVersions for RecordingStore {
-    async fn migrate(&self) -> Result<(), StoreError> {
-        self.inner.migrate().await
-    }
-
-    async fn model_versions(&self) -> Result<Vec<ModelVersionInfo>, StoreError> {
-        self.inner.model_versions().await
-    }
-
-    async fn create_model_version(&self, version: ModelVersion) -> Result<(), StoreError> {
-        self.inner.create_model_version(version).await
-    }
-
-    async fn activate_model_version(&self, version: ModelVersion) -> Result<(), StoreError> {
-        self.inner.activate_model_version(version).await
-    }
-
-    async fn drop_model_version(&self, version: ModelVersion) -> Result<(), StoreError> {
-        self.inner.drop_model_version(version).await
-    }
-
-    async fn active_model_version(&self) -> Result<Option<ModelVersion>, StoreError> {
-        self.inner.active_model_version().await
     }
 }
 

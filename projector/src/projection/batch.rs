@@ -19,8 +19,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use read_model::documents::{DocumentKind, WorkStatus};
 use read_model::{
     AggregateKey, Checkpoint, DocumentWrite, IdentifierKind, IdentifierWrite, KeyedWrite, ModelVersion,
-    PartyReferenceWrite, PartyReferrer, ProvenanceRow, ReadInput, ReadSet, Store, StoreError, StoredAggregate,
-    WriteBatch, WriteVersion,
+    PartyReferenceWrite, PartyReferrer, ProjectionWrites, ProvenanceRow, ReadInput, ReadSet, StoreError,
+    StoredAggregate, WriteBatch, WriteVersion,
 };
 use serde::Serialize;
 
@@ -176,7 +176,7 @@ impl Aggregates {
     /// Loads states not loaded yet: from the batch in flight, else from the store.
     async fn load(
         &mut self,
-        store: &dyn Store,
+        store: &dyn ProjectionWrites,
         version: ModelVersion,
         overlay: &Overlay<'_>,
         keys: BTreeSet<Key>,
@@ -375,7 +375,7 @@ impl DocumentsToRender {
 /// `pending` is the previous batch when it may not have committed yet: its
 /// changes take precedence over what the store returns.
 pub async fn project_batch(
-    store: &dyn Store,
+    store: &dyn ProjectionWrites,
     version: ModelVersion,
     source: &str,
     events: &[SourcedEvent],
@@ -498,7 +498,7 @@ struct Dirty {
 /// batch names the documents it leaves to render as rendered, since they
 /// will be rendered from states read after it commits.
 async fn render_dirty(
-    store: &dyn Store,
+    store: &dyn ProjectionWrites,
     version: ModelVersion,
     overlay: &Overlay<'_>,
     aggregates: &mut Aggregates,
@@ -567,7 +567,7 @@ async fn render_dirty(
 /// [`read_model::read_set`]). The batch changes no state, reference or
 /// checkpoint, so a batch of it in flight changes nothing the next one reads.
 pub async fn render_documents(
-    store: &dyn Store,
+    store: &dyn ProjectionWrites,
     version: ModelVersion,
     documents: DocumentsToRender,
 ) -> Result<WriteBatch, StoreError> {
