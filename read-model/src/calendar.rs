@@ -232,10 +232,16 @@ impl fmt::Display for Timestamp {
     }
 }
 
+/// Human-readable formats (JSON) carry both types as ISO 8601 text; binary
+/// formats (the projector's stored states) as their inner number, which
+/// neither formats nor parses anything.
 macro_rules! serde_as_iso_text {
-    ($type:ty, $iso_text:path, $expected:literal) => {
+    ($type:ty, $number:ty, $iso_text:path, $expected:literal) => {
         impl Serialize for $type {
             fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                if !serializer.is_human_readable() {
+                    return self.0.serialize(serializer);
+                }
                 match $iso_text(*self) {
                     Some(text) => serializer.serialize_str(text.as_str()),
                     None => serializer.collect_str(self),
@@ -245,6 +251,9 @@ macro_rules! serde_as_iso_text {
 
         impl<'de> Deserialize<'de> for $type {
             fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                if !deserializer.is_human_readable() {
+                    return <$number>::deserialize(deserializer).map(Self);
+                }
                 let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
                 <$type>::parse(&text).ok_or_else(|| serde::de::Error::custom(concat!("expected ", $expected)))
             }
@@ -252,8 +261,8 @@ macro_rules! serde_as_iso_text {
     };
 }
 
-serde_as_iso_text!(Date, IsoText::of_date, "a date as YYYY-MM-DD");
-serde_as_iso_text!(Timestamp, IsoText::of_timestamp, "a UTC timestamp as YYYY-MM-DDTHH:MM:SS.mmmZ");
+serde_as_iso_text!(Date, i32, IsoText::of_date, "a date as YYYY-MM-DD");
+serde_as_iso_text!(Timestamp, i64, IsoText::of_timestamp, "a UTC timestamp as YYYY-MM-DDTHH:MM:SS.mmmZ");
 
 /// Both types travel as ISO 8601 text, so their schemas are strings with a format.
 #[cfg(feature = "openapi")]
