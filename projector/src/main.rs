@@ -118,7 +118,7 @@ struct RebuildArguments {
 #[derive(Debug, clap::Args)]
 struct RunTuning {
     /// Events per batch; each batch is one atomic store write.
-    #[arg(long, env = "LCC_BATCH_SIZE", default_value_t = 10_000)]
+    #[arg(long, env = "LCC_BATCH_SIZE", default_value_t = 20_000)]
     batch_size: usize,
     /// The longest a started batch waits for more events, in milliseconds.
     #[arg(long, env = "LCC_BATCH_LINGER_MS", default_value_t = 100)]
@@ -297,6 +297,7 @@ async fn project(
         render_deferral: RenderDeferral {
             max_documents: tuning.render_deferral_max_documents,
             max_wait: Duration::from_secs(tuning.render_deferral_max_seconds),
+            ..RenderDeferral::DEFAULT
         },
     };
     let metrics = Arc::new(ProjectorMetrics::new(version, rebuild).context("failed to register metrics")?);

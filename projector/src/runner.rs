@@ -265,7 +265,8 @@ pub async fn run(
                 &mut deferred,
                 in_flight,
                 &mut committed,
-                options.batch_size,
+                (options.batch_size / CONCURRENT_RENDERS)
+                    .clamp(1, options.render_deferral.max_documents_per_write.max(1)),
             )
             .await?;
         }
@@ -388,7 +389,7 @@ async fn render_with_retry(
 /// Batches of deferred documents rendered at once: rendering is the costly
 /// part of this phase, and the writer and the log's checkpoints leave part
 /// of the other core free. Each holds `batch_size / CONCURRENT_RENDERS`
-/// documents, so the memory they hold together stays that of one batch.
+/// documents, at most [`RenderDeferral::max_documents_per_write`].
 const CONCURRENT_RENDERS: usize = 2;
 
 /// Renders every deferred document, [`CONCURRENT_RENDERS`] batches at a time
@@ -404,7 +405,7 @@ async fn render_deferred(
     deferred: &mut DeferredRenders,
     in_flight: Option<InFlight>,
     committed: &mut Committed,
-    batch_size: usize,
+    documents_per_write: usize,
 ) -> anyhow::Result<Option<InFlight>> {
     // A deferred batch projected again after a write conflict may have found more to render.
     finish(in_flight, committed, writing.observer).await?;
@@ -414,7 +415,7 @@ async fn render_deferred(
     let mut awaiting = deferred.document_count();
     let mut chunks = VecDeque::new();
     while deferred.has_documents() {
-        chunks.push_back(deferred.next_documents((batch_size / CONCURRENT_RENDERS).max(1)));
+        chunks.push_back(deferred.next_documents(documents_per_write));
     }
     let render = |documents: DocumentsToRender| {
         let (store, version) = (Arc::clone(writing.store), writing.version);

@@ -110,7 +110,7 @@ async fn deferred_batches_park_their_poison_at_once_and_flush_once_before_the_ch
 
 #[tokio::test]
 async fn batches_that_write_their_checkpoints_flush_their_poison_before_each_write() {
-    let no_deferral = RenderDeferral { max_documents: 0, max_wait: Duration::ZERO };
+    let no_deferral = RenderDeferral { max_documents: 0, max_wait: Duration::ZERO, ..RenderDeferral::DEFAULT };
     let (calls, batches, _projection) = project_with_poison(no_deferral).await;
     assert_eq!(parked(&calls), 4, "{calls:?}");
     let flushes = calls.iter().filter(|call| **call == Call::Flush).count() as u64;

@@ -247,7 +247,11 @@ async fn deferred_documents_are_rendered_when_their_wait_is_up_even_if_the_sourc
         linger: Duration::from_secs(3600),
         exit_when_caught_up: false,
         poll_interval: Duration::from_millis(10),
-        render_deferral: RenderDeferral { max_documents: 1_000, max_wait: Duration::from_millis(200) },
+        render_deferral: RenderDeferral {
+            max_documents: 1_000,
+            max_wait: Duration::from_millis(200),
+            ..RenderDeferral::DEFAULT
+        },
     };
     let (shutdown, stopped) = tokio::sync::oneshot::channel::<()>();
     let store: Arc<dyn Store> = Arc::new(projection.store.clone());
@@ -274,6 +278,57 @@ async fn deferred_documents_are_rendered_when_their_wait_is_up_even_if_the_sourc
     assert_eq!(totals.batches, 2, "one batch of events, one of its deferred documents");
 }
 
+/// Three works deferred by one full batch, rendered two documents to a write.
+#[tokio::test]
+async fn deferred_documents_are_rendered_no_more_than_the_bound_to_a_write() {
+    let projection = Projection::new().await;
+    let mut drafts = vec![party("PTY-1", "Ada Adler", T0)];
+    for (index, id) in ["LCC-1", "LCC-2", "LCC-3"].into_iter().enumerate() {
+        let at = T0 + 10 * (index as i64 + 1);
+        drafts.extend([work(id, "PTY-1", at), published(id, at + 1)]);
+    }
+    let (events, source_id) = read_events(&projection.write("events", drafts, 10));
+    let event_count = events.len();
+    let (sender, receiver) = tokio::sync::mpsc::channel(16);
+    let stop = Arc::new(AtomicBool::new(false));
+    let reader_stop = Arc::clone(&stop);
+    let reader = std::thread::spawn(move || {
+        for event in events {
+            sender.blocking_send(SourceMessage::Event(event)).expect("the loop receives");
+        }
+        sender.blocking_send(SourceMessage::CaughtUp).expect("the loop receives");
+        while !reader_stop.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    });
+    let feed = SourceFeed { source_id, receiver, stop, reader };
+    let letters = DeadLetterFile::open(&projection.directory.path().join("letters.jsonl")).expect("dead letters");
+    let options = RunOptions {
+        // One full batch: the source is behind, so its documents wait.
+        batch_size: event_count,
+        linger: Duration::from_secs(3600),
+        exit_when_caught_up: true,
+        poll_interval: Duration::from_millis(10),
+        render_deferral: RenderDeferral {
+            max_documents: 1_000,
+            max_wait: Duration::from_secs(3600),
+            max_documents_per_write: 2,
+        },
+    };
+    let store: Arc<dyn Store> = Arc::new(projection.store.clone());
+    let totals = run(store, ModelVersion(1), feed, Box::new(letters), Arc::new(NoObserver), options, async {
+        std::future::pending::<()>().await;
+    })
+    .await
+    .expect("run");
+    assert_eq!(totals.applied, 7);
+    assert_eq!(totals.batches, 3, "one batch of events, then two writes of two documents and of one");
+    for id in ["LCC-1", "LCC-2", "LCC-3"] {
+        let profile = projection.store.document(DocumentKind::RightsProfile, id).await.expect("read");
+        assert!(profile.is_some(), "{id} rendered");
+    }
+}
+
 /// A source that is briefly slower than the loop, without having caught up:
 /// the batch the linger cuts keeps the documents waiting, and the source's
 /// word that it has caught up renders them.
@@ -298,7 +353,11 @@ async fn a_linger_cut_keeps_documents_waiting_until_the_source_says_it_has_caugh
         linger: Duration::from_millis(20),
         exit_when_caught_up: true,
         poll_interval: Duration::from_millis(10),
-        render_deferral: RenderDeferral { max_documents: 1_000, max_wait: Duration::from_secs(3600) },
+        render_deferral: RenderDeferral {
+            max_documents: 1_000,
+            max_wait: Duration::from_secs(3600),
+            ..RenderDeferral::DEFAULT
+        },
     };
     let store: Arc<dyn Store> = Arc::new(projection.store.clone());
     let run =
