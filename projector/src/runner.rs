@@ -33,7 +33,7 @@ use crate::backoff::Backoff;
 use crate::dead_letter::DeadLetterFile;
 use crate::projection::batch::{BatchOutcome, DocumentsToRender, Rendering, project_batch, render_documents};
 use crate::render_deferral::{DeferredRenders, RenderDeferral};
-use crate::source::file::FileSource;
+use crate::source::file::{FileProgress, FileSource};
 use crate::source::{OriginalMessage, Position, Rejection, SourcedEvent};
 
 /// How the loop runs.
@@ -677,8 +677,8 @@ pub async fn start_file_feed(
         .await
         .context("failed to read checkpoints")?
         .into_iter()
-        .map(|checkpoint| (checkpoint.stream, checkpoint.next_offset))
-        .collect();
+        .map(|checkpoint| (checkpoint.stream, checkpoint.next_offset));
+    let progress = FileProgress::from_checkpoints(checkpoints);
     // One batch of decoded events waits while the current one is projected.
     let (sender, receiver) = mpsc::channel(options.batch_size.max(1));
     let stop = Arc::new(AtomicBool::new(false));
@@ -687,19 +687,20 @@ pub async fn start_file_feed(
     let poll_interval = options.poll_interval;
     let reader = std::thread::Builder::new()
         .name("file-source".into())
-        .spawn(move || read_files(&source, checkpoints, &sender, &reader_stop, poll_interval))
+        .spawn(move || read_files(&source, progress, &sender, &reader_stop, poll_interval))
         .context("failed to start the file reader")?;
     Ok(SourceFeed { source_id, receiver, stop, reader })
 }
 
 fn read_files(
     source: &FileSource,
-    mut next_offsets: HashMap<String, i64>,
+    mut progress: FileProgress,
     sender: &mpsc::Sender<SourceMessage>,
     stop: &AtomicBool,
     poll_interval: Duration,
 ) {
-    let send = |message| !stop.load(Ordering::Relaxed) && sender.blocking_send(message).is_ok();
+    let stopped = || stop.load(Ordering::Relaxed);
+    let send = |message| !stopped() && sender.blocking_send(message).is_ok();
     loop {
         let files = match source.files() {
             Ok(files) => files,
@@ -709,16 +710,22 @@ fn read_files(
             }
         };
         for name in files {
-            let start = next_offsets.get(&name).copied().unwrap_or(0);
+            let length = source.file_length(&name);
+            if !progress.may_have_more(&name, length) {
+                continue;
+            }
+            if stopped() {
+                return;
+            }
             let mut open = true;
-            let next = source.read_file(&name, start, &mut |event| {
+            let next = source.read_file(&name, progress.next_offset(&name), &mut |event| {
                 open = send(SourceMessage::Event(event));
                 open
             });
             if !open {
                 return;
             }
-            next_offsets.insert(name, next);
+            progress.read_to_end(name, length, next);
         }
         if !send(SourceMessage::CaughtUp) {
             return;
