@@ -7,7 +7,7 @@
 #
 # PROJECTOR=path runs another projector build (copied out of target/) against
 # the same kind of stream, to compare builds in alternating runs;
-# BATCH_SIZE=N sets the projector's batch (default 20000, as the projector's).
+# BATCH_SIZE=N sets the projector's batch (default 30000, as the projector's).
 #
 # Needs tansu (see .ci/run) and the Python producer's packages
 # (tests/python-requirements.txt). Prints both rates and their ratio.
@@ -34,7 +34,7 @@ python3 tests/kafka/produce.py produce --bootstrap "127.0.0.1:$port" --events "$
 "$bare" "127.0.0.1:$port" >"$work_directory/bare.json"
 start=$(date +%s.%N)
 "$projector" run --source "kafka://127.0.0.1:$port" --data-dir "$work_directory/data" --admin-listen 127.0.0.1:0 \
-    --dead-letter-topic dead-letters --writer-schema-dir "$work_directory/schemas" --batch-size "${BATCH_SIZE:-20000}" \
+    --dead-letter-topic dead-letters --writer-schema-dir "$work_directory/schemas" --batch-size "${BATCH_SIZE:-30000}" \
     --exit-when-caught-up >"$work_directory/summary.json" 2> >(sed 's/\x1b\[[0-9;]*m//g' >"$work_directory/projector.log")
 end=$(date +%s.%N)
 

@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 works="${1:-193000}"
-batch_size="${2:-20000}"
+batch_size="${2:-30000}"
 work_directory="$(mktemp -d "${TMPDIR:-/tmp}/projector-bench.XXXXXX")"
 trap 'rm -rf "$work_directory"' EXIT
 

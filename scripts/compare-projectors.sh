@@ -3,7 +3,7 @@
 # runs, and prints each run and the means: events per second, CPU seconds
 # (user and system, from /usr/bin/time -v) and peak memory.
 #
-#   scripts/compare-projectors.sh BINARY_A BINARY_B [PAIRS=3] [WORKS=193000] [BATCH_SIZE=20000]
+#   scripts/compare-projectors.sh BINARY_A BINARY_B [PAIRS=3] [WORKS=193000] [BATCH_SIZE=30000]
 #
 # Runs of one build vary by up to a fifth on these machines, and the
 # variation drifts within a session, so a single run of each build says
@@ -21,7 +21,7 @@ binary_a="$(realpath "$1")"
 binary_b="$(realpath "$2")"
 pairs="${3:-3}"
 works="${4:-193000}"
-batch_size="${5:-20000}"
+batch_size="${5:-30000}"
 work_directory="$(mktemp -d "${TMPDIR:-/tmp}/projector-compare.XXXXXX")"
 trap 'rm -rf "$work_directory"' EXIT
 

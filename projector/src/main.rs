@@ -118,7 +118,7 @@ struct RebuildArguments {
 #[derive(Debug, clap::Args)]
 struct RunTuning {
     /// Events per batch; each batch is one atomic store write.
-    #[arg(long, env = "LCC_BATCH_SIZE", default_value_t = 20_000)]
+    #[arg(long, env = "LCC_BATCH_SIZE", default_value_t = 30_000)]
     batch_size: usize,
     /// The longest a started batch waits for more events, in milliseconds.
     #[arg(long, env = "LCC_BATCH_LINGER_MS", default_value_t = 100)]
