@@ -219,6 +219,22 @@ async fn documents_a_crash_left_unrendered_are_rendered_when_the_events_are_read
     assert!(!projection.store.checkpoints(version, &source_id).await.expect("checkpoints").is_empty());
 }
 
+/// A source whose reader sends `messages`, then sends nothing more until it is asked to stop.
+fn scripted_feed(source_id: String, messages: Vec<SourceMessage>) -> SourceFeed {
+    let (sender, receiver) = tokio::sync::mpsc::channel(16);
+    let stop = Arc::new(AtomicBool::new(false));
+    let reader_stop = Arc::clone(&stop);
+    let reader = std::thread::spawn(move || {
+        for message in messages {
+            sender.blocking_send(message).expect("the loop receives");
+        }
+        while !reader_stop.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    });
+    SourceFeed { source_id, receiver, stop, reader }
+}
+
 /// A source that stays behind forever (it never reports having caught up)
 /// and then goes quiet: the documents its full batches deferred are rendered
 /// once they have waited the longest they may, while the run goes on.
@@ -228,18 +244,7 @@ async fn deferred_documents_are_rendered_when_their_wait_is_up_even_if_the_sourc
     let drafts = vec![party("PTY-1", "Ada Adler", T0), work("LCC-1", "PTY-1", T0 + 1), published("LCC-1", T0 + 2)];
     let (events, source_id) = read_events(&projection.write("events", drafts, 10));
     let event_count = events.len();
-    let (sender, receiver) = tokio::sync::mpsc::channel(16);
-    let stop = Arc::new(AtomicBool::new(false));
-    let reader_stop = Arc::clone(&stop);
-    let reader = std::thread::spawn(move || {
-        for event in events {
-            sender.blocking_send(SourceMessage::Event(event)).expect("the loop receives");
-        }
-        while !reader_stop.load(Ordering::Relaxed) {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    });
-    let feed = SourceFeed { source_id: source_id.clone(), receiver, stop, reader };
+    let feed = scripted_feed(source_id.clone(), events.into_iter().map(SourceMessage::Event).collect());
     let letters = DeadLetterFile::open(&projection.directory.path().join("letters.jsonl")).expect("dead letters");
     let options = RunOptions {
         // One full batch: the source is behind, so its documents wait.
@@ -289,19 +294,8 @@ async fn deferred_documents_are_rendered_no_more_than_the_bound_to_a_write() {
     }
     let (events, source_id) = read_events(&projection.write("events", drafts, 10));
     let event_count = events.len();
-    let (sender, receiver) = tokio::sync::mpsc::channel(16);
-    let stop = Arc::new(AtomicBool::new(false));
-    let reader_stop = Arc::clone(&stop);
-    let reader = std::thread::spawn(move || {
-        for event in events {
-            sender.blocking_send(SourceMessage::Event(event)).expect("the loop receives");
-        }
-        sender.blocking_send(SourceMessage::CaughtUp).expect("the loop receives");
-        while !reader_stop.load(Ordering::Relaxed) {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    });
-    let feed = SourceFeed { source_id, receiver, stop, reader };
+    let messages = events.into_iter().map(SourceMessage::Event).chain([SourceMessage::CaughtUp]).collect();
+    let feed = scripted_feed(source_id, messages);
     let letters = DeadLetterFile::open(&projection.directory.path().join("letters.jsonl")).expect("dead letters");
     let options = RunOptions {
         // One full batch: the source is behind, so its documents wait.
