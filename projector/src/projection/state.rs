@@ -89,8 +89,12 @@ pub struct PartyState {
 ///
 /// The variants differ much in size; a batch keeps each state in one box
 /// (see `batch::Entry`), so boxing a variant as well would allocate twice.
+///
+/// It serializes as the state it holds, with no tag: the topic is stored
+/// beside it and says which state to decode.
 #[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
 pub enum AggregateState {
     Work(WorkState),
     Rights(RightsState),
@@ -103,16 +107,8 @@ pub enum AggregateState {
 impl AggregateState {
     /// The stored encoding.
     pub fn encode(&self) -> Vec<u8> {
-        let encoded = match self {
-            AggregateState::Work(state) => rmp_serde::to_vec(state),
-            AggregateState::Rights(state) => rmp_serde::to_vec(state),
-            AggregateState::Disputes(state) => rmp_serde::to_vec(state),
-            AggregateState::Certificate(state) => rmp_serde::to_vec(state),
-            AggregateState::License(state) => rmp_serde::to_vec(state),
-            AggregateState::Party(state) => rmp_serde::to_vec(state),
-        };
         // Serializing these plain structs to a Vec cannot fail.
-        encoded.unwrap_or_default()
+        rmp_serde::to_vec(self).unwrap_or_default()
     }
 
     /// Decodes a stored state of `topic`, in either encoding.
@@ -288,15 +284,7 @@ mod tests {
 
     /// A state as releases before MessagePack stored it.
     fn as_json(state: &AggregateState) -> Vec<u8> {
-        let encoded = match state {
-            AggregateState::Work(state) => serde_json::to_vec(state),
-            AggregateState::Rights(state) => serde_json::to_vec(state),
-            AggregateState::Disputes(state) => serde_json::to_vec(state),
-            AggregateState::Certificate(state) => serde_json::to_vec(state),
-            AggregateState::License(state) => serde_json::to_vec(state),
-            AggregateState::Party(state) => serde_json::to_vec(state),
-        };
-        encoded.expect("json")
+        serde_json::to_vec(state).expect("json")
     }
 
     #[test]
