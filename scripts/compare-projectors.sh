@@ -32,6 +32,8 @@ echo "generating $works works with $binary_a"
 run() {
     local label="$1" binary="$2" store="$work_directory/store"
     rm -rf "$store"
+    # As in bench-projector.sh: pending writes are flushed before, not during, the timed run.
+    sync
     local start end
     start=$(date +%s.%N)
     /usr/bin/time -v "$binary" run --source "file://$work_directory/events" --data-dir "$store" \

@@ -688,8 +688,7 @@ fn note_applied(
 }
 
 fn to_body(document: &impl Serialize) -> Vec<u8> {
-    // Documents are plain data; serializing them to a Vec cannot fail.
-    serde_json::to_vec(document).unwrap_or_default()
+    super::exact_bytes::json(document)
 }
 
 /// The indexed identifiers of a work state.

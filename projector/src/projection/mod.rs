@@ -2,9 +2,11 @@
 //!
 //! [`rules`] changes one aggregate's [`state`]; [`render`] turns the states of
 //! a work or license into documents; [`batch`] runs both over a batch of
-//! events and produces the single [`read_model::WriteBatch`] that stores it.
+//! events and produces the single [`read_model::WriteBatch`] that stores it;
+//! [`exact_bytes`] serializes the bodies it holds without slack.
 
 pub mod batch;
+pub mod exact_bytes;
 pub mod render;
 pub mod rules;
 pub mod state;

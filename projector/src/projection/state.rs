@@ -107,8 +107,7 @@ pub enum AggregateState {
 impl AggregateState {
     /// The stored encoding.
     pub fn encode(&self) -> Vec<u8> {
-        // Serializing these plain structs to a Vec cannot fail.
-        rmp_serde::to_vec(self).unwrap_or_default()
+        super::exact_bytes::message_pack(self)
     }
 
     /// Decodes a stored state of `topic`, in either encoding.
