@@ -3,7 +3,6 @@
 
 mod support;
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -94,7 +93,7 @@ impl ProjectionWrites for RecordingStore {
         &self,
         version: ModelVersion,
         keys: &[AggregateKey],
-    ) -> Result<HashMap<AggregateKey, StoredAggregate>, StoreError> {
+    ) -> Result<Vec<Option<StoredAggregate>>, StoreError> {
         self.read.lock().expect("read keys").extend_from_slice(keys);
         self.inner.aggregates(version, keys).await
     }

@@ -26,7 +26,7 @@
 //! count: keys partition alike, and the range assignor gives partition N of
 //! every topic to one member.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 use crate::store::{AggregateKey, PartyReferrer, StoredAggregate};
 
@@ -88,19 +88,20 @@ impl ReadSet {
     }
 
     /// The inputs whose current version (in `current`, the stored states of
-    /// [`ReadSet::input_keys`] as the store reads them; absent: no aggregate)
-    /// is not the one expected at `moment`.
+    /// [`ReadSet::input_keys`] as the store reads them, in that order;
+    /// `None`: no aggregate) is not the one expected at `moment`.
     pub fn changed_inputs<'a>(
         &'a self,
-        current: &'a HashMap<AggregateKey, StoredAggregate>,
+        current: &'a [Option<StoredAggregate>],
         moment: CheckMoment,
-    ) -> impl Iterator<Item = &'a ReadInput> {
-        self.inputs.iter().filter(move |input| {
+    ) -> impl Iterator<Item = (&'a ReadInput, u64)> {
+        self.inputs.iter().zip(current).filter_map(move |(input, stored)| {
             let expected = match moment {
                 CheckMoment::BeforeWrite => input.version,
                 CheckMoment::AfterWrite => input.written.unwrap_or(input.version),
             };
-            version_in(current, &input.key) != expected
+            let now = stored.as_ref().map_or(0, |stored| stored.version);
+            (now != expected).then_some((input, now))
         })
     }
 
@@ -117,11 +118,11 @@ impl ReadSet {
     /// versions of the inputs and the current referrers of the changed parties.
     pub fn stale_documents(
         &self,
-        current: &HashMap<AggregateKey, StoredAggregate>,
+        current: &[Option<StoredAggregate>],
         current_referrers: &[(String, PartyReferrer)],
     ) -> BTreeSet<PartyReferrer> {
         let mut stale = BTreeSet::new();
-        for input in self.changed_inputs(current, CheckMoment::AfterWrite) {
+        for (input, _) in self.changed_inputs(current, CheckMoment::AfterWrite) {
             stale.extend(input.dependents.iter().filter_map(|index| self.documents.get(*index as usize)).cloned());
         }
         stale.extend(self.unrendered_referrers(current_referrers).cloned());
@@ -133,11 +134,10 @@ impl ReadSet {
     /// a changed party that the batch did not render.
     pub fn conflict(
         &self,
-        current: &HashMap<AggregateKey, StoredAggregate>,
+        current: &[Option<StoredAggregate>],
         current_referrers: &[(String, PartyReferrer)],
     ) -> Option<String> {
-        if let Some(input) = self.changed_inputs(current, CheckMoment::BeforeWrite).next() {
-            let now = version_in(current, &input.key);
+        if let Some((input, now)) = self.changed_inputs(current, CheckMoment::BeforeWrite).next() {
             return Some(format!(
                 "{} {} is at version {now}, read at {}",
                 input.key.topic, input.key.id, input.version
@@ -146,11 +146,6 @@ impl ReadSet {
         let unrendered = self.unrendered_referrers(current_referrers).next()?;
         Some(format!("{unrendered:?} names a changed party and was not rendered"))
     }
-}
-
-/// The stored version of `key`; 0 when there is no aggregate.
-fn version_in(current: &HashMap<AggregateKey, StoredAggregate>, key: &AggregateKey) -> u64 {
-    current.get(key).map_or(0, |stored| stored.version)
 }
 
 #[cfg(test)]
@@ -174,10 +169,17 @@ mod tests {
         }
     }
 
-    fn versions(entries: &[(&str, &str, u64)]) -> HashMap<AggregateKey, StoredAggregate> {
-        entries
+    /// The stored versions of the read set's inputs, in their order; an input not listed has no aggregate.
+    fn versions(entries: &[(&str, &str, u64)]) -> Vec<Option<StoredAggregate>> {
+        read_set()
+            .input_keys()
             .iter()
-            .map(|(topic, id, version)| (key(topic, id), StoredAggregate { version: *version, state: Vec::new() }))
+            .map(|input| {
+                entries
+                    .iter()
+                    .find(|(topic, id, _)| key(topic, id) == *input)
+                    .map(|(_, _, version)| StoredAggregate { version: *version, state: Vec::new() })
+            })
             .collect()
     }
 

@@ -9,7 +9,6 @@
 //! Documents travel as ready-to-send JSON bytes ([`Body`]); this port never
 //! interprets them, so a backend cannot change what clients see.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -326,12 +325,14 @@ pub struct DocumentCacheStatistics {
 /// written (it overlays batch N's changes itself).
 #[async_trait]
 pub trait ProjectionWrites: Send + Sync {
-    /// Stored states of the given aggregates; absent keys have none.
+    /// Stored states of the given aggregates, one per key in the order of
+    /// `keys`, `None` where there is none. In key order rather than in a map,
+    /// so that a caller walking its keys neither clones nor hashes them.
     async fn aggregates(
         &self,
         version: ModelVersion,
         keys: &[AggregateKey],
-    ) -> Result<HashMap<AggregateKey, StoredAggregate>, StoreError>;
+    ) -> Result<Vec<Option<StoredAggregate>>, StoreError>;
 
     /// The documents that name any of the given parties.
     async fn party_referrers(

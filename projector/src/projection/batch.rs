@@ -202,9 +202,8 @@ impl Aggregates {
             }
         }
         if !from_store.is_empty() {
-            let mut stored = store.aggregates(version, &from_store).await?;
-            for key in from_store {
-                let found = stored.remove(&key);
+            let stored = store.aggregates(version, &from_store).await?;
+            for (key, found) in from_store.into_iter().zip(stored) {
                 self.insert(key, found.as_ref())?;
             }
         }

@@ -95,7 +95,9 @@ pub(super) async fn run_concurrently(requests: Vec<Request<'_>>) -> Result<(), S
     stream::iter(requests).buffer_unordered(WRITES_IN_FLIGHT).try_collect::<()>().await
 }
 
-/// Runs reads with up to [`READS_IN_FLIGHT`] at a time and returns their answers in any order.
+/// Runs reads with up to [`READS_IN_FLIGHT`] at a time and returns their
+/// answers in the order of `requests` (an answer that arrives early waits
+/// for those before it, but the reads still overlap).
 pub(super) async fn read_concurrently<T>(requests: Vec<Request<'_, T>>) -> Result<Vec<T>, StoreError> {
-    stream::iter(requests).buffer_unordered(READS_IN_FLIGHT).try_collect().await
+    stream::iter(requests).buffered(READS_IN_FLIGHT).try_collect().await
 }

@@ -224,7 +224,7 @@ impl ProjectionWrites for ScyllaStore {
         &self,
         version: ModelVersion,
         keys: &[AggregateKey],
-    ) -> Result<HashMap<AggregateKey, StoredAggregate>, StoreError> {
+    ) -> Result<Vec<Option<StoredAggregate>>, StoreError> {
         on_version!(self, version, |reads| reads.aggregates(keys))
     }
 

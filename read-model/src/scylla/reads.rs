@@ -1,8 +1,6 @@
 //! Every read of a model version: one partition per lookup, and for a bulk
 //! page one partition of counts plus one or two bucket partitions.
 
-use std::collections::HashMap;
-
 use futures_util::FutureExt;
 use scylla::client::session::Session;
 
@@ -81,10 +79,7 @@ impl VersionReads<'_> {
         Ok(rows.into_iter().map(|(body,)| body).collect())
     }
 
-    pub(super) async fn aggregates(
-        &self,
-        keys: &[AggregateKey],
-    ) -> Result<HashMap<AggregateKey, StoredAggregate>, StoreError> {
+    pub(super) async fn aggregates(&self, keys: &[AggregateKey]) -> Result<Vec<Option<StoredAggregate>>, StoreError> {
         let statement = self.statements.get(ModelStatement::SelectAggregate)?;
         let requests = keys
             .iter()
@@ -92,15 +87,12 @@ impl VersionReads<'_> {
                 async move {
                     let rows: Vec<(i64, Vec<u8>)> =
                         select(self.session, statement, (key.topic.as_str(), key.id.as_str())).await?;
-                    rows.into_iter()
-                        .next()
-                        .map(|row| Ok((key.clone(), row_mapping::stored_aggregate(row)?)))
-                        .transpose()
+                    rows.into_iter().next().map(row_mapping::stored_aggregate).transpose()
                 }
                 .boxed()
             })
             .collect();
-        Ok(read_concurrently(requests).await?.into_iter().flatten().collect())
+        read_concurrently(requests).await
     }
 
     pub(super) async fn party_referrers(

@@ -324,7 +324,7 @@ impl ProjectionWrites for SqliteStore {
         &self,
         version: ModelVersion,
         keys: &[AggregateKey],
-    ) -> Result<HashMap<AggregateKey, StoredAggregate>, StoreError> {
+    ) -> Result<Vec<Option<StoredAggregate>>, StoreError> {
         self.known_version_file(version)?.state_readers.with(|connection| reads::aggregates(connection, keys))
     }
 

@@ -3,8 +3,6 @@
 //! its pooled connection (see `reader_pool`), so all its statements see one
 //! snapshot.
 
-use std::collections::HashMap;
-
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::errors::from_sqlite;
@@ -107,23 +105,20 @@ pub(super) fn sandbox_fixtures(connection: &Connection) -> Result<Vec<Body>, Sto
 pub(super) fn aggregates(
     connection: &Connection,
     keys: &[AggregateKey],
-) -> Result<HashMap<AggregateKey, StoredAggregate>, StoreError> {
+) -> Result<Vec<Option<StoredAggregate>>, StoreError> {
     let mut statement = connection
         .prepare_cached("SELECT version, state FROM aggregates WHERE topic = ?1 AND id = ?2")
         .map_err(from_sqlite)?;
-    let mut found = HashMap::with_capacity(keys.len());
-    for key in keys {
-        let row = statement
-            .query_row(params![key.topic, key.id], |row| {
-                Ok(StoredAggregate { version: row.get::<_, i64>(0)? as u64, state: row.get(1)? })
-            })
-            .optional()
-            .map_err(from_sqlite)?;
-        if let Some(stored) = row {
-            found.insert(key.clone(), stored);
-        }
-    }
-    Ok(found)
+    keys.iter()
+        .map(|key| {
+            statement
+                .query_row(params![key.topic, key.id], |row| {
+                    Ok(StoredAggregate { version: row.get::<_, i64>(0)? as u64, state: row.get(1)? })
+                })
+                .optional()
+                .map_err(from_sqlite)
+        })
+        .collect()
 }
 
 pub(super) fn party_referrers(
