@@ -22,8 +22,9 @@ echo "generating $works works into $work_directory/events"
 events=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['events'])" "$work_directory/manifest.json")
 echo "generated $events events ($(du -sh "$work_directory/events" | cut -f1) of Avro files)"
 
-# Flush the files just generated now, so that the kernel does not write them
-# back during the timed run, on the same two cores.
+# Flush the files just built and generated now, so that the kernel does not
+# write them back during the timed run, on the same two cores (a run beside
+# an earlier run's write-back was 10-15% slower; README, benchmarks).
 sync
 start=$(date +%s.%N)
 /usr/bin/time -v "$projector" run --source "file://$work_directory/events" --data-dir "$work_directory/data" \
