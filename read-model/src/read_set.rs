@@ -89,18 +89,19 @@ impl ReadSet {
 
     /// The inputs whose current version (in `current`, the stored states of
     /// [`ReadSet::input_keys`] as the store reads them, in that order;
-    /// `None`: no aggregate) is not the one expected at `moment`.
+    /// `None`, or no answer at all: no aggregate) is not the one expected at
+    /// `moment`, each with its current version.
     pub fn changed_inputs<'a>(
         &'a self,
         current: &'a [Option<StoredAggregate>],
         moment: CheckMoment,
     ) -> impl Iterator<Item = (&'a ReadInput, u64)> {
-        self.inputs.iter().zip(current).filter_map(move |(input, stored)| {
+        self.inputs.iter().enumerate().filter_map(move |(index, input)| {
             let expected = match moment {
                 CheckMoment::BeforeWrite => input.version,
                 CheckMoment::AfterWrite => input.written.unwrap_or(input.version),
             };
-            let now = stored.as_ref().map_or(0, |stored| stored.version);
+            let now = current.get(index).and_then(Option::as_ref).map_or(0, |stored| stored.version);
             (now != expected).then_some((input, now))
         })
     }
@@ -203,6 +204,12 @@ mod tests {
         let rights_arrived = versions(&[("parties", "PTY-1", 4), ("rights", "LCC-1", 1), ("works", "LCC-1", 3)]);
         let stale = read_set().stale_documents(&rights_arrived, &[]);
         assert_eq!(stale.into_iter().collect::<Vec<_>>(), [PartyReferrer::Work("LCC-1".into())]);
+    }
+
+    #[test]
+    fn an_input_the_store_gave_no_answer_for_counts_as_absent() {
+        let short = versions(&[("parties", "PTY-1", 4)]).into_iter().take(1).collect::<Vec<_>>();
+        assert_eq!(read_set().conflict(&short, &[]).as_deref(), Some("works LCC-1 is at version 0, read at 2"));
     }
 
     #[test]

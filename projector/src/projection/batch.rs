@@ -203,6 +203,13 @@ impl Aggregates {
         }
         if !from_store.is_empty() {
             let stored = store.aggregates(version, &from_store).await?;
+            if stored.len() != from_store.len() {
+                return Err(StoreError::Corrupt(format!(
+                    "asked the store for {} states and got {} answers",
+                    from_store.len(),
+                    stored.len()
+                )));
+            }
             for (key, found) in from_store.into_iter().zip(stored) {
                 self.insert(key, found.as_ref())?;
             }
@@ -876,6 +883,54 @@ mod tests {
             aggregates.entries.of_mut(*topic).insert((*id).to_owned(), entry);
         }
         aggregates
+    }
+
+    /// A store that answers every state read with nothing at all, not even `None`s.
+    struct StoreWithoutAnswers;
+
+    #[async_trait::async_trait]
+    impl ProjectionWrites for StoreWithoutAnswers {
+        async fn aggregates(
+            &self,
+            _: ModelVersion,
+            _: &[AggregateKey],
+        ) -> Result<Vec<Option<StoredAggregate>>, StoreError> {
+            Ok(Vec::new())
+        }
+
+        async fn party_referrers(
+            &self,
+            _: ModelVersion,
+            _: &[String],
+        ) -> Result<Vec<(String, PartyReferrer)>, StoreError> {
+            Ok(Vec::new())
+        }
+
+        async fn checkpoints(&self, _: ModelVersion, _: &str) -> Result<Vec<Checkpoint>, StoreError> {
+            Ok(Vec::new())
+        }
+
+        fn orders_writes_by_version(&self) -> bool {
+            false
+        }
+
+        async fn apply_batch(
+            &self,
+            _: ModelVersion,
+            _: std::sync::Arc<WriteBatch>,
+        ) -> Result<read_model::BatchWritten, StoreError> {
+            Ok(read_model::BatchWritten::default())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_store_that_answers_fewer_state_reads_than_asked_fails_the_batch() {
+        let keys = BTreeSet::from([(Topic::Works, "LCC-1".to_owned()), (Topic::Rights, "LCC-1".to_owned())]);
+        let loaded = Aggregates::default().load(&StoreWithoutAnswers, ModelVersion(1), &Overlay::default(), keys).await;
+        match loaded {
+            Err(StoreError::Corrupt(reason)) => assert!(reason.contains("2 states and got 0"), "{reason}"),
+            other => panic!("expected Corrupt, got {other:?}"),
+        }
     }
 
     #[test]
