@@ -17,6 +17,7 @@ mod errors;
 mod reader_pool;
 mod reads;
 mod schema;
+mod state_reads;
 mod writes;
 
 use std::collections::HashMap;
@@ -325,7 +326,7 @@ impl ProjectionWrites for SqliteStore {
         version: ModelVersion,
         keys: &[AggregateKey],
     ) -> Result<Vec<Option<StoredAggregate>>, StoreError> {
-        self.known_version_file(version)?.state_readers.with(|connection| reads::aggregates(connection, keys))
+        self.known_version_file(version)?.state_readers.with(|connection| state_reads::aggregates(connection, keys))
     }
 
     async fn party_referrers(

@@ -9,9 +9,7 @@ use super::errors::from_sqlite;
 use crate::bulk::plan_page;
 use crate::documents::DocumentKind;
 use crate::identifiers::Audience;
-use crate::store::{
-    AggregateKey, Body, BulkPage, Checkpoint, IdentifierKind, PartyReferrer, StoreError, StoredAggregate,
-};
+use crate::store::{Body, BulkPage, Checkpoint, IdentifierKind, PartyReferrer, StoreError};
 
 /// The point read of each document kind (written out, so no lookup formats SQL).
 fn select_document(kind: DocumentKind) -> &'static str {
@@ -100,25 +98,6 @@ pub(super) fn sandbox_fixtures(connection: &Connection) -> Result<Vec<Body>, Sto
         connection.prepare_cached("SELECT body FROM sandbox_fixtures ORDER BY id").map_err(from_sqlite)?;
     let rows = statement.query_map([], |row| row.get(0)).map_err(from_sqlite)?;
     rows.collect::<Result<_, _>>().map_err(from_sqlite)
-}
-
-pub(super) fn aggregates(
-    connection: &Connection,
-    keys: &[AggregateKey],
-) -> Result<Vec<Option<StoredAggregate>>, StoreError> {
-    let mut statement = connection
-        .prepare_cached("SELECT version, state FROM aggregates WHERE topic = ?1 AND id = ?2")
-        .map_err(from_sqlite)?;
-    keys.iter()
-        .map(|key| {
-            statement
-                .query_row(params![key.topic, key.id], |row| {
-                    Ok(StoredAggregate { version: row.get::<_, i64>(0)? as u64, state: row.get(1)? })
-                })
-                .optional()
-                .map_err(from_sqlite)
-        })
-        .collect()
 }
 
 pub(super) fn party_referrers(

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use rusqlite::{Connection, TransactionBehavior, params};
 
 use super::errors::from_sqlite;
-use super::{Writer, reads, schema};
+use super::{Writer, reads, schema, state_reads};
 use crate::bulk::bulk_bucket;
 use crate::identifiers::Audience;
 use crate::read_set::{CommitMark, ReadSet};
@@ -38,7 +38,7 @@ pub(super) fn apply_batch(writer: &mut Writer, batch: &WriteBatch) -> Result<Bat
 /// batch's inputs since they were read. The transaction holds the write
 /// lock, so nobody can change them between this check and the commit.
 fn refuse_stale(connection: &Connection, read_set: &ReadSet) -> Result<(), StoreError> {
-    let current = reads::aggregates(connection, &read_set.input_keys())?;
+    let current = state_reads::aggregates(connection, &read_set.input_keys())?;
     let referrers = reads::party_referrers(connection, &read_set.changed_parties)?;
     match read_set.conflict(&current, &referrers) {
         None => Ok(()),
