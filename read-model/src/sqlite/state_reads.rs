@@ -27,15 +27,16 @@ const SHORTEST_SCANNED_RUN: usize = 16;
 /// still saves time.
 const ROWS_SKIPPED_PER_KEY: usize = 4;
 
+/// The point lookup of one state, by topic and id.
+const LOOK_UP_STATE: &str = "SELECT version, state FROM aggregates WHERE topic = ?1 AND id = ?2";
+
 /// Stored states of `keys`, one per key in their order; `None` where there is none.
 pub(super) fn aggregates(
     connection: &Connection,
     keys: &[AggregateKey],
 ) -> Result<Vec<Option<StoredAggregate>>, StoreError> {
     let mut found: Vec<Option<StoredAggregate>> = keys.iter().map(|_| None).collect();
-    let mut lookup = connection
-        .prepare_cached("SELECT version, state FROM aggregates WHERE topic = ?1 AND id = ?2")
-        .map_err(from_sqlite)?;
+    let mut lookup = connection.prepare_cached(LOOK_UP_STATE).map_err(from_sqlite)?;
     let mut start = 0;
     while start < keys.len() {
         let end = end_of_sorted_run(keys, start);
@@ -149,8 +150,7 @@ mod tests {
 
     /// What point lookups alone answer.
     fn looked_up(connection: &Connection, keys: &[AggregateKey]) -> Vec<Option<StoredAggregate>> {
-        let mut lookup =
-            connection.prepare("SELECT version, state FROM aggregates WHERE topic = ?1 AND id = ?2").expect("lookup");
+        let mut lookup = connection.prepare(LOOK_UP_STATE).expect("lookup");
         keys.iter().map(|key| look_up(&mut lookup, key).expect("lookup")).collect()
     }
 
