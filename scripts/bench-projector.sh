@@ -24,7 +24,7 @@ echo "generated $events events ($(du -sh "$work_directory/events" | cut -f1) of 
 
 # Flush the files just built and generated now, so that the kernel does not
 # write them back during the timed run, on the same two cores (a run beside
-# an earlier run's write-back was 10-15% slower; README, benchmarks).
+# an earlier run's write-back was 10-15% slower).
 sync
 start=$(date +%s.%N)
 /usr/bin/time -v "$projector" run --source "file://$work_directory/events" --data-dir "$work_directory/data" \

@@ -7,8 +7,8 @@
 #
 # Runs of one build vary by up to a fifth on these machines, and the
 # variation drifts within a session, so a single run of each build says
-# little: the pairs alternate which build goes first, and the README's
-# comparisons quote every pair. Copy a build out of target/ before building
+# little: the pairs alternate which build goes first, and a comparison
+# quotes every pair. Copy a build out of target/ before building
 # the other one. Nothing asserts on the figures.
 set -euo pipefail
 cd "$(dirname "$0")/.."

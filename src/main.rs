@@ -19,7 +19,7 @@ use projector::runner::{RunOptions, run_file_source};
 use projector::source::file::FileSource;
 use query_api::config::ServeConfig;
 use read_model::sqlite::DEFAULT_DOCUMENT_CACHE_BYTES;
-use read_model::{DocumentReads, ModelVersions, SqliteStore, Store};
+use read_model::{ModelVersions, SqliteStore, Store};
 use tokio::sync::watch;
 
 #[derive(Debug, Parser)]
@@ -84,8 +84,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         wait_for_stop(stopped.clone()),
     ));
 
-    let reads: Arc<dyn DocumentReads> = Arc::new(store);
-    let app = cli.serve.build_app(reads, &cli.data_dir)?;
+    let app = cli.serve.build_app(Arc::new(store), &cli.data_dir)?;
     let listener = tokio::net::TcpListener::bind(&cli.serve.listen)
         .await
         .with_context(|| format!("failed to listen on {}", cli.serve.listen))?;

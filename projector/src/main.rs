@@ -191,8 +191,7 @@ struct GenerateArguments {
 }
 
 /// The projector allocates and frees many small strings per event; with
-/// glibc's allocator a quarter of its critical thread went to malloc and free
-/// (README, benchmarks).
+/// glibc's allocator a quarter of its critical thread went to malloc and free.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -11,8 +11,8 @@ use read_model::DocumentReads;
 use read_model::identifiers::{Audience, SANDBOX_PREFIX};
 
 use crate::errors::ApiError;
+use crate::keys::production::ProductionKeys;
 use crate::keys::sandbox::{SandboxKeyError, SandboxKeys};
-use crate::keys::store::KeyStore;
 use crate::keys::{KeyKind, Principal, Scope};
 use crate::rate_limit::{RateDecision, RateLimits};
 
@@ -42,7 +42,7 @@ pub struct Settings {
 /// Everything a request handler needs.
 pub struct App {
     pub store: Arc<dyn DocumentReads>,
-    pub production_keys: Arc<KeyStore>,
+    pub production_keys: Arc<ProductionKeys>,
     pub sandbox_keys: SandboxKeys,
     pub rate_limits: RateLimits,
     pub settings: Settings,
@@ -99,8 +99,8 @@ impl App {
     /// `record` is the record id the request names, if any: a sandbox key
     /// naming a production id is refused here, before any store read.
     #[allow(clippy::result_large_err)]
-    fn authorize(&self, headers: &HeaderMap, scope: Scope, record: Option<&str>) -> Result<Granted, Response> {
-        let principal = self.authenticate(headers).map_err(IntoResponse::into_response)?;
+    async fn authorize(&self, headers: &HeaderMap, scope: Scope, record: Option<&str>) -> Result<Granted, Response> {
+        let principal = self.authenticate(headers).await.map_err(IntoResponse::into_response)?;
         let rate = self.rate_limits.check(&principal.key_id, principal.rate_limit);
         let refuse = |error: ApiError| with_rate_headers(error.into_response(), &rate);
         if let Some(retry_after) = rate.retry_after {
@@ -125,13 +125,13 @@ impl App {
         record: Option<&str>,
         answer: impl AsyncFnOnce(&Granted) -> Result<Response, ApiError>,
     ) -> Response {
-        match self.authorize(headers, scope, record) {
+        match self.authorize(headers, scope, record).await {
             Ok(granted) => granted.respond(answer(&granted).await),
             Err(refused) => refused,
         }
     }
 
-    fn authenticate(&self, headers: &HeaderMap) -> Result<Principal, ApiError> {
+    async fn authenticate(&self, headers: &HeaderMap) -> Result<Principal, ApiError> {
         let key = headers
             .get("x-api-key")
             .ok_or(ApiError::MissingApiKey)?
@@ -147,7 +147,7 @@ impl App {
                 SandboxKeyError::Malformed | SandboxKeyError::BadSignature => ApiError::InvalidApiKey,
             });
         }
-        match self.production_keys.authenticate(key) {
+        match self.production_keys.authenticate(key).await {
             Ok(Some(principal)) => Ok(principal),
             Ok(None) => Err(ApiError::InvalidApiKey),
             Err(error) => {

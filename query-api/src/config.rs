@@ -6,11 +6,12 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
-use read_model::DocumentReads;
+use read_model::{ApiKeys, DocumentReads, Store};
 
 use crate::app::{App, Environment, Settings};
+use crate::keys::production::ProductionKeys;
 use crate::keys::sandbox::SandboxKeys;
-use crate::keys::store::KeyStore;
+use crate::keys::sandbox::secret_kept_in;
 use crate::metrics::{MeteredReads, Metrics};
 use crate::rate_limit::RateLimits;
 
@@ -27,7 +28,9 @@ pub struct ServeConfig {
     pub public_base_url: String,
     #[arg(long, env = "LCC_ENVIRONMENT", value_enum, default_value = "development")]
     pub environment: Environment,
-    /// Secret that signs sandbox keys; every replica needs the same one. Required in production.
+    /// Secret that signs sandbox keys; every replica needs the same one.
+    /// Required in production; elsewhere one is generated once and kept in
+    /// `DATA_DIR/sandbox-key-secret`.
     #[arg(long, env = "LCC_SANDBOX_KEY_SECRET", hide_env_values = true)]
     pub sandbox_key_secret: Option<String>,
     /// Lifetime of a sandbox key, in days.
@@ -46,27 +49,28 @@ pub struct ServeConfig {
 }
 
 impl ServeConfig {
-    /// The application state over `store`, with production keys from `data_dir`.
-    pub fn build_app(&self, store: Arc<dyn DocumentReads>, data_dir: &Path) -> anyhow::Result<Arc<App>> {
+    /// The application state over `store`, whose production keys it reads;
+    /// a generated sandbox key secret is kept in `data_dir`. Spawns the task
+    /// that keeps the keys fresh, so it runs on a Tokio runtime.
+    pub fn build_app(&self, store: Arc<dyn Store>, data_dir: &Path) -> anyhow::Result<Arc<App>> {
         let secret = match (&self.sandbox_key_secret, self.environment) {
             (Some(secret), _) => secret.clone().into_bytes(),
             (None, Environment::Production) => {
                 bail!("--sandbox-key-secret (LCC_SANDBOX_KEY_SECRET) is required in production")
             }
-            (None, _) => {
-                tracing::warn!(
-                    "no sandbox key secret configured: sandbox keys are valid on this process only until it restarts"
-                );
-                crate::keys::random_bytes::<32>().context("failed to generate a sandbox key secret")?.to_vec()
-            }
+            (None, _) => secret_kept_in(data_dir)
+                .with_context(|| format!("failed to keep a sandbox key secret in {}", data_dir.display()))?,
         };
+        let keys: Arc<dyn ApiKeys> = store.clone();
+        let production_keys = ProductionKeys::start(keys);
+        let reads: Arc<dyn DocumentReads> = store;
         let metrics = Arc::new(Metrics::new().context("failed to register metrics")?);
         Ok(Arc::new(App {
-            store: Arc::new(MeteredReads { inner: store, metrics: Arc::clone(&metrics) }),
+            store: Arc::new(MeteredReads { inner: reads, metrics: Arc::clone(&metrics) }),
             metrics,
-            production_keys: Arc::new(KeyStore::open(data_dir).context("failed to open the key store")?),
+            production_keys,
             sandbox_keys: SandboxKeys::new(&secret, self.sandbox_key_days * 86_400, self.default_rate_limit),
-            rate_limits: RateLimits::default(),
+            rate_limits: RateLimits::new(self.default_rate_limit),
             settings: Settings {
                 public_base_url: self.public_base_url.clone(),
                 environment: self.environment,

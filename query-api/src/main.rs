@@ -1,14 +1,12 @@
 //! The `query-api` command: serve the public API, or manage production keys.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
 use query_api::config::ServeConfig;
 use query_api::keys::Scopes;
-use query_api::keys::store::KeyStore;
-use read_model::DocumentReads;
+use query_api::keys::production::ProductionKeys;
 use read_model::store_arguments::StoreArguments;
 
 #[derive(Debug, Parser)]
@@ -22,13 +20,12 @@ struct Cli {
 enum Command {
     /// Serve the public API.
     Serve(Box<ServeArguments>),
-    /// Manage production API keys.
+    /// Manage production API keys, kept in the store (`--store`, `--data-dir`, `--scylla-*`).
     Keys {
         #[command(subcommand)]
         command: KeyCommand,
-        /// Directory of the embedded store (the keys live beside it).
-        #[arg(long, env = "LCC_DATA_DIR", default_value = "data", global = true)]
-        data_dir: PathBuf,
+        #[command(flatten)]
+        store: Box<StoreArguments>,
     },
 }
 
@@ -66,20 +63,18 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> anyhow::Result<()> {
     telemetry::logging::init();
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().enable_all().build().context("failed to start the runtime")?;
     match Cli::parse().command {
-        Command::Keys { command, data_dir } => keys(command, &data_dir),
-        Command::Serve(arguments) => {
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()
-                .context("failed to start the runtime")?;
-            runtime.block_on(serve(*arguments))
-        }
+        Command::Keys { command, store } => runtime.block_on(keys(command, &store)),
+        Command::Serve(arguments) => runtime.block_on(serve(*arguments)),
     }
 }
 
-fn keys(command: KeyCommand, data_dir: &std::path::Path) -> anyhow::Result<()> {
-    let store = KeyStore::open(data_dir).context("failed to open the key store")?;
+async fn keys(command: KeyCommand, store_arguments: &StoreArguments) -> anyhow::Result<()> {
+    let store =
+        store_arguments.open().await.with_context(|| format!("failed to open the {}", store_arguments.describe()))?;
+    let keys = ProductionKeys::start(store);
     match command {
         KeyCommand::Issue { partner, scopes, rate_limit } => {
             let scopes = Scopes::parse_list(&scopes).map_err(anyhow::Error::msg)?;
@@ -89,7 +84,7 @@ fn keys(command: KeyCommand, data_dir: &std::path::Path) -> anyhow::Result<()> {
             if rate_limit == 0 {
                 bail!("the rate limit must be at least 1 request per minute");
             }
-            let (key, record) = store.issue(&partner, scopes, rate_limit).context("failed to issue the key")?;
+            let (key, record) = keys.issue(&partner, scopes, rate_limit).await.context("failed to issue the key")?;
             println!("{key}");
             eprintln!(
                 "issued {} for {} with scopes {} at {rate_limit}/min; the key is shown only now",
@@ -99,13 +94,13 @@ fn keys(command: KeyCommand, data_dir: &std::path::Path) -> anyhow::Result<()> {
             );
         }
         KeyCommand::List => {
-            for key in store.list().context("failed to list keys")? {
+            for key in keys.list().await.context("failed to list keys")? {
                 let state = if key.revoked { "revoked" } else { "active" };
                 println!("{}\t{}\t{}\t{}/min\t{state}", key.key_id, key.partner, key.scopes.to_list(), key.rate_limit);
             }
         }
         KeyCommand::Revoke { key_id } => {
-            if !store.revoke(&key_id).context("failed to revoke the key")? {
+            if !keys.revoke(&key_id).await.context("failed to revoke the key")? {
                 bail!("no key {key_id}");
             }
             println!("revoked {key_id}");
@@ -116,7 +111,7 @@ fn keys(command: KeyCommand, data_dir: &std::path::Path) -> anyhow::Result<()> {
 
 async fn serve(arguments: ServeArguments) -> anyhow::Result<()> {
     // The API never migrates: the projector owns the schema. Until it exists, reads answer 503.
-    let store: Arc<dyn DocumentReads> = arguments
+    let store = arguments
         .store
         .open_waiting()
         .await

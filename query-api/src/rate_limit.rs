@@ -1,34 +1,54 @@
-//! Per-client rate limits (GCRA, via governor): per API key on keyed
-//! endpoints, per client address on the others.
+//! Per-client rate limits (GCRA, via governor's keyed limiters): per API key
+//! on keyed endpoints, per client address on the others.
 //!
 //! A client's quota is N requests per minute with a burst of N; it refills
 //! continuously at N per minute. Headers on every limited response:
 //! `X-RateLimit-Limit` (N), `X-RateLimit-Remaining` (requests left now) and
 //! `X-RateLimit-Reset` (whole seconds until the quota is fully restored).
 //!
-//! State is per replica: with R replicas behind a balancer that spreads a
-//! client's requests, the effective limit is up to R × N. Operators size N
-//! per replica accordingly (documented in the README).
+//! Clients of one limit share one keyed limiter, a sharded map from client to
+//! its quota state, so two requests contend only when their clients fall in
+//! the same shard; the default limit's limiter is reached without any lock.
+//! Memory is bounded by evicting idle clients only: a client whose quota is
+//! full again is indistinguishable from one never seen, so forgetting it
+//! changes no decision, and a refused client is never forgotten while its
+//! quota is short. The sweep runs when the number of clients has doubled
+//! since the last one, so its cost is spread over the clients it removes.
+//!
+//! This module must not know where a client comes from (key or address):
+//! callers name the client. State is per replica.
 
-use std::collections::HashMap;
+use std::hash::{BuildHasher, RandomState};
 use std::num::NonZeroU32;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
+use dashmap::DashMap;
 use governor::clock::{Clock, DefaultClock};
 use governor::middleware::StateInformationMiddleware;
-use governor::state::{InMemoryState, NotKeyed};
+use governor::state::keyed::DashMapStateStore;
 use governor::{Quota, RateLimiter};
 
-type Limiter = RateLimiter<NotKeyed, InMemoryState, DefaultClock, StateInformationMiddleware>;
+/// A client, by a 128-bit keyed hash of its name: fixed-size map keys cost no
+/// allocation per request, and with keys drawn per process nobody can make
+/// two clients collide.
+type ClientKey = u128;
+
+type KeyedLimiter<C> = RateLimiter<ClientKey, DashMapStateStore<ClientKey>, C, StateInformationMiddleware>;
 
 // Built once: a name given as a string is parsed again on every insert.
 const LIMIT_HEADER: HeaderName = HeaderName::from_static("x-ratelimit-limit");
 const REMAINING_HEADER: HeaderName = HeaderName::from_static("x-ratelimit-remaining");
 const RESET_HEADER: HeaderName = HeaderName::from_static("x-ratelimit-reset");
 
-/// Limiters kept before the map is cleared: bounds memory under many distinct addresses.
-const MAX_TRACKED_CLIENTS: usize = 100_000;
+/// Clients tracked before the first sweep; later sweeps run once the count
+/// has doubled since the previous one, and never below this.
+const FIRST_SWEEP_AT: usize = 16_384;
+
+/// How often (in checks) the number of tracked clients is counted: counting
+/// visits every shard, so it is done on a small share of requests.
+const COUNT_EVERY: u64 = 1_024;
 
 /// The state of a client's quota after a decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,61 +69,139 @@ impl RateDecision {
     }
 }
 
-/// A client's limiter and the per-minute limit it was made for.
-type ClientLimiter = (u32, Arc<Limiter>);
-
-/// All clients' limiters.
-#[derive(Debug, Default)]
-pub struct RateLimits {
-    limiters: Mutex<HashMap<Box<str>, ClientLimiter>>,
+/// Every client's quota.
+#[derive(Debug)]
+pub struct RateLimits<C: Clock = DefaultClock> {
+    clock: C,
+    default_limit: NonZeroU32,
+    /// The limiter of the default limit (keyless clients, sandbox keys, most production keys).
+    default_limiter: KeyedLimiter<C>,
+    /// The limiters of the other limits that production keys carry.
+    other_limiters: DashMap<NonZeroU32, Arc<KeyedLimiter<C>>>,
+    hash_keys: (RandomState, RandomState),
+    checks: AtomicU64,
+    /// Clients tracked after the last sweep, at least [`FIRST_SWEEP_AT`] / 2.
+    tracked_after_sweep: AtomicUsize,
+    sweeping: AtomicBool,
 }
 
-impl RateLimits {
+impl RateLimits<DefaultClock> {
+    /// Limits whose most common quota is `default_per_minute`.
+    pub fn new(default_per_minute: u32) -> RateLimits {
+        RateLimits::with_clock(default_per_minute, DefaultClock::default())
+    }
+}
+
+impl<C: Clock + Clone> RateLimits<C> {
+    /// Limits that read the time from `clock` (tests drive a fake one).
+    pub fn with_clock(default_per_minute: u32, clock: C) -> RateLimits<C> {
+        let default_limit = NonZeroU32::new(default_per_minute).unwrap_or(NonZeroU32::MIN);
+        RateLimits {
+            default_limiter: keyed_limiter(default_limit, &clock),
+            clock,
+            default_limit,
+            other_limiters: DashMap::new(),
+            hash_keys: (RandomState::new(), RandomState::new()),
+            checks: AtomicU64::new(0),
+            tracked_after_sweep: AtomicUsize::new(FIRST_SWEEP_AT / 2),
+            sweeping: AtomicBool::new(false),
+        }
+    }
+
     /// Counts one request of `client` against `per_minute`.
+    ///
+    /// A client whose limit changes (its key was reissued with another)
+    /// starts a fresh quota at the new limit.
     pub fn check(&self, client: &str, per_minute: u32) -> RateDecision {
-        let per_minute = NonZeroU32::new(per_minute).unwrap_or(NonZeroU32::MIN);
-        let limiter = {
-            let mut limiters = self.limiters.lock().unwrap_or_else(PoisonError::into_inner);
-            match limiters.get(client) {
-                // The common case allocates nothing: the client is known at this limit.
-                Some((limit, limiter)) if *limit == per_minute.get() => Arc::clone(limiter),
-                // New client, or its key's limit changed: a fresh quota.
-                _ => {
-                    if limiters.len() >= MAX_TRACKED_CLIENTS {
-                        limiters.clear();
-                    }
-                    let limiter = Arc::new(RateLimiter::direct(Quota::per_minute(per_minute)).with_middleware());
-                    limiters.insert(client.into(), (per_minute.get(), Arc::clone(&limiter)));
-                    limiter
-                }
-            }
+        let limit = NonZeroU32::new(per_minute).unwrap_or(NonZeroU32::MIN);
+        let key = self.client_key(client);
+        let outcome = if limit == self.default_limit {
+            self.default_limiter.check_key(&key)
+        } else {
+            self.limiter_of(limit).check_key(&key)
         };
-        let limit = per_minute.get();
+        if self.checks.fetch_add(1, Ordering::Relaxed) % COUNT_EVERY == COUNT_EVERY - 1 {
+            self.sweep_if_grown();
+        }
+        let limit = limit.get();
         // Seconds per request of quota, as a fraction.
         let interval = 60.0 / f64::from(limit);
-        match limiter.check() {
+        match outcome {
             Ok(snapshot) => {
                 let remaining = snapshot.remaining_burst_capacity().min(limit);
                 let reset_seconds = (f64::from(limit - remaining) * interval).ceil() as u64;
                 RateDecision { limit, remaining, reset_seconds, retry_after: None }
             }
             Err(not_until) => {
-                let wait = not_until.wait_time_from(DefaultClock::default().now()).as_secs_f64();
+                let wait = not_until.wait_time_from(self.clock.now()).as_secs_f64();
                 let retry_after = wait.ceil().max(1.0) as u64;
                 let reset_seconds = (wait + f64::from(limit - 1) * interval).ceil() as u64;
                 RateDecision { limit, remaining: 0, reset_seconds, retry_after: Some(retry_after) }
             }
         }
     }
+
+    /// The number of clients whose quota is tracked now.
+    pub fn tracked_clients(&self) -> usize {
+        self.default_limiter.len() + self.other_limiters.iter().map(|limiter| limiter.len()).sum::<usize>()
+    }
+
+    /// Forgets every client whose quota is full again.
+    pub fn forget_idle_clients(&self) {
+        self.default_limiter.retain_recent();
+        self.default_limiter.shrink_to_fit();
+        for limiter in self.other_limiters.iter() {
+            limiter.retain_recent();
+            limiter.shrink_to_fit();
+        }
+    }
+
+    fn client_key(&self, client: &str) -> ClientKey {
+        let (high, low) = (&self.hash_keys.0, &self.hash_keys.1);
+        (u128::from(high.hash_one(client)) << 64) | u128::from(low.hash_one(client))
+    }
+
+    fn limiter_of(&self, limit: NonZeroU32) -> Arc<KeyedLimiter<C>> {
+        if let Some(limiter) = self.other_limiters.get(&limit) {
+            return Arc::clone(&limiter);
+        }
+        let limiter = self.other_limiters.entry(limit).or_insert_with(|| Arc::new(keyed_limiter(limit, &self.clock)));
+        Arc::clone(&limiter)
+    }
+
+    /// Sweeps once the clients tracked have doubled since the last sweep;
+    /// one request sweeps while the others go on.
+    fn sweep_if_grown(&self) {
+        let tracked = self.tracked_clients();
+        if tracked < 2 * self.tracked_after_sweep.load(Ordering::Relaxed) {
+            return;
+        }
+        if self.sweeping.swap(true, Ordering::Acquire) {
+            return;
+        }
+        self.forget_idle_clients();
+        let remaining = self.tracked_clients().max(FIRST_SWEEP_AT / 2);
+        self.tracked_after_sweep.store(remaining, Ordering::Relaxed);
+        tracing::debug!(before = tracked, after = remaining, "forgot the rate limits of idle clients");
+        self.sweeping.store(false, Ordering::Release);
+    }
+}
+
+fn keyed_limiter<C: Clock + Clone>(per_minute: NonZeroU32, clock: &C) -> KeyedLimiter<C> {
+    RateLimiter::dashmap_with_clock(Quota::per_minute(per_minute), clock.clone()).with_middleware()
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
+    use governor::clock::FakeRelativeClock;
+
     use super::*;
 
     #[test]
     fn exactly_the_quota_passes_then_requests_are_refused() {
-        let limits = RateLimits::default();
+        let limits = RateLimits::new(60);
         for expected_remaining in (0..5).rev() {
             let decision = limits.check("key", 5);
             assert_eq!((decision.limit, decision.remaining, decision.retry_after), (5, expected_remaining, None));
@@ -118,10 +216,57 @@ mod tests {
 
     #[test]
     fn reset_counts_the_seconds_until_the_quota_is_full_again() {
-        let limits = RateLimits::default();
+        let limits = RateLimits::new(60);
         let first = limits.check("key", 60);
         assert_eq!((first.remaining, first.reset_seconds), (59, 1));
         let second = limits.check("key", 60);
         assert_eq!((second.remaining, second.reset_seconds), (58, 2));
+    }
+
+    #[test]
+    fn a_refused_client_stays_refused_while_two_hundred_thousand_others_come_and_go() {
+        let clock = FakeRelativeClock::default();
+        let limits = RateLimits::with_clock(60, clock.clone());
+        for _ in 0..60 {
+            assert_eq!(limits.check("address:192.0.2.1", 60).retry_after, None);
+        }
+        assert!(limits.check("address:192.0.2.1", 60).retry_after.is_some());
+        // 200,000 other clients within half a second: several sweeps run.
+        for client in 0..200_000 {
+            limits.check(&format!("address:10.{}.{}.{}", client >> 16, (client >> 8) & 255, client & 255), 60);
+            clock.advance(Duration::from_nanos(2_500));
+        }
+        let still = limits.check("address:192.0.2.1", 60);
+        assert_eq!((still.remaining, still.retry_after.is_some()), (0, true), "still refused: {still:?}");
+        // Three seconds on, the others are idle and forgotten; the first client
+        // is not, and has the three requests those seconds gave back, not a fresh quota.
+        clock.advance(Duration::from_secs(3));
+        limits.forget_idle_clients();
+        assert_eq!(limits.tracked_clients(), 1, "only the client whose quota is short is kept");
+        let after = limits.check("address:192.0.2.1", 60);
+        assert_eq!((after.remaining, after.retry_after), (2, None), "{after:?}");
+    }
+
+    #[test]
+    fn a_million_distinct_clients_leave_only_the_recent_ones_tracked() {
+        let clock = FakeRelativeClock::default();
+        let limits = RateLimits::with_clock(60, clock.clone());
+        let mut most_tracked = 0;
+        // 1,000,000 clients at 25,000 requests per second, some of them keys with a limit of their own.
+        for client in 0..1_000_000_u32 {
+            let limit = if client % 10 == 0 { 600 } else { 60 };
+            limits.check(&format!("client-{client}"), limit);
+            clock.advance(Duration::from_micros(40));
+            if client % 10_000 == 0 {
+                most_tracked = most_tracked.max(limits.tracked_clients());
+            }
+        }
+        // A client of 60 a minute is forgotten 2 s after its request (its
+        // quota is full after one second, and the sweep keeps one more), so
+        // about 50,000 are recent at once; sweeps run when the count doubles.
+        assert!(most_tracked <= 150_000, "at most {most_tracked} clients were tracked at once");
+        clock.advance(Duration::from_secs(61));
+        limits.forget_idle_clients();
+        assert_eq!(limits.tracked_clients(), 0, "every client is idle a minute later");
     }
 }

@@ -46,7 +46,7 @@ async fn every_keyed_endpoint_checks_key_scope_and_audience() {
         );
 
         let others: Vec<Scope> = Scope::ALL.into_iter().filter(|other| *other != scope).collect();
-        let lacking = service.issue_key(&others, 1_000);
+        let lacking = service.issue_key(&others, 1_000).await;
         let (status, body, _) = service.get(&production_path, Some(&lacking)).await;
         assert_eq!(
             (status, body["code"].as_str()),
@@ -62,7 +62,7 @@ async fn every_keyed_endpoint_checks_key_scope_and_audience() {
             "{production_path}"
         );
 
-        let only = service.issue_key(&[scope], 1_000);
+        let only = service.issue_key(&[scope], 1_000).await;
         let (status, production_body, response) = service.get(&production_path, Some(&only)).await;
         assert_eq!(status, StatusCode::OK, "{production_path}: {production_body}");
         assert_eq!(response.headers()["content-type"], "application/json");
@@ -143,7 +143,7 @@ async fn unknown_routes_are_404_and_wrong_methods_405() {
 #[tokio::test]
 async fn the_rate_limit_allows_exactly_its_count_then_answers_429() {
     let service = Service::start().await;
-    let key = service.issue_key(&[Scope::RightsRead], 5);
+    let key = service.issue_key(&[Scope::RightsRead], 5).await;
     for remaining in (0..5).rev() {
         let (status, _, response) = service.get("/rights/LCC-0000000001", Some(&key)).await;
         assert_eq!(status, StatusCode::OK);

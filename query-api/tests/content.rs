@@ -216,7 +216,7 @@ async fn a_store_without_an_active_model_answers_503_and_recovers_without_restar
         store: Arc::new(store.clone()),
         production_keys: Arc::clone(&service.app.production_keys),
         sandbox_keys: service.app.sandbox_keys.clone(),
-        rate_limits: Default::default(),
+        rate_limits: query_api::rate_limit::RateLimits::new(60),
         settings: service.app.settings.clone(),
         metrics: Arc::clone(&service.app.metrics),
         openapi_document: Default::default(),

@@ -255,7 +255,7 @@ async fn each_operation_requires_exactly_the_scope_its_description_names() {
             continue;
         };
         let others: Vec<Scope> = Scope::ALL.into_iter().filter(|other| *other != scope).collect();
-        let lacking = service.issue_key(&others, 1_000);
+        let lacking = service.issue_key(&others, 1_000).await;
         let (answer, body, _) = split(service.send(example_request(&operation, example, Some(&lacking))).await).await;
         assert_eq!(
             (answer, body["code"].as_str()),
@@ -266,7 +266,7 @@ async fn each_operation_requires_exactly_the_scope_its_description_names() {
         assert_eq!(body["detail"], format!("this API key lacks the {scope} scope"));
         // A production key with just that scope passes the guard. (It may still
         // find nothing: production keys do not see sandbox works by ISWC.)
-        let only = service.issue_key(&[scope], 1_000);
+        let only = service.issue_key(&[scope], 1_000).await;
         let (answer, body, _) = split(service.send(example_request(&operation, example, Some(&only))).await).await;
         assert!(
             answer != StatusCode::UNAUTHORIZED && answer != StatusCode::FORBIDDEN,

@@ -9,6 +9,7 @@
 //! builds documents and hands them to a store; the query API reads them back.
 
 mod active_version_cache;
+pub mod api_keys;
 pub mod bulk;
 pub mod calendar;
 #[cfg(feature = "conformance")]
@@ -22,6 +23,7 @@ pub mod store;
 #[cfg(feature = "cli")]
 pub mod store_arguments;
 
+pub use api_keys::{ApiKeyRecord, ApiKeys};
 pub use documents::DocumentKind;
 pub use identifiers::Audience;
 pub use read_set::{CheckMoment, CommitMark, ReadInput, ReadSet};

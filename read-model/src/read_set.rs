@@ -16,7 +16,10 @@
 //! rendered. SQLite checks inside the write transaction and refuses the whole
 //! batch ([`crate::StoreError::WriteConflict`]); ScyllaDB, which has no
 //! transactions, checks after the write and reports the stale documents for
-//! the projector to render again (the window this leaves is in the README).
+//! the projector to render again. That leaves one window: a projector
+//! killed between its write and its check leaves documents stale until
+//! their inputs next change (milliseconds wide, and only while another
+//! projector races it; a rebuild renders everything anew).
 //!
 //! The check costs reads, so a backend that can prove nobody else has
 //! written since the batch's reads began ([`CommitMark`]) skips it.

@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+use crate::api_keys::ApiKeys;
 use crate::documents::DocumentKind;
 use crate::identifiers::Audience;
 use crate::read_set::{CommitMark, ReadSet};
@@ -392,9 +393,9 @@ pub async fn active_or_first_version(store: &dyn ModelVersions) -> Result<ModelV
 }
 
 /// A complete backend.
-pub trait Store: DocumentReads + ProjectionWrites + ModelVersions + std::fmt::Debug {}
+pub trait Store: DocumentReads + ProjectionWrites + ModelVersions + ApiKeys + std::fmt::Debug {}
 
-impl<T: DocumentReads + ProjectionWrites + ModelVersions + std::fmt::Debug> Store for T {}
+impl<T: DocumentReads + ProjectionWrites + ModelVersions + ApiKeys + std::fmt::Debug> Store for T {}
 
 #[cfg(test)]
 mod tests {

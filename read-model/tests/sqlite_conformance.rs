@@ -6,11 +6,11 @@ use read_model::ModelVersions;
 use read_model::SqliteStore;
 use read_model::conformance::StoreUnderTest;
 
-async fn fresh_sqlite_store() -> Option<StoreUnderTest> {
+async fn fresh_sqlite_store() -> StoreUnderTest {
     let directory = tempfile::tempdir().expect("temporary directory");
     let store = SqliteStore::open(directory.path()).expect("open store");
     store.migrate().await.expect("migrate");
-    Some(StoreUnderTest { store: Arc::new(store), guard: Box::new(directory), cleanup: None })
+    StoreUnderTest { store: Arc::new(store), guard: Box::new(directory), cleanup: None }
 }
 
 read_model::store_conformance_tests!(fresh_sqlite_store);

@@ -2,15 +2,14 @@
 //! port, the independent Python producer and schema registry of
 //! `tests/kafka/`, and the projector binary pointed at them.
 //!
-//! Without `tansu` (installed by `.ci/run`) a test says it was skipped,
-//! except under CI, where a missing broker fails it.
+//! Without `tansu` (installed by `scripts/test.sh`) a test fails.
 
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::{binary, external_tool_available, free_port, workspace_root};
+use crate::{binary, free_port, require_external_tool, workspace_root};
 
 /// A running `tansu` broker, killed when dropped.
 #[derive(Debug)]
@@ -24,39 +23,26 @@ pub struct Broker {
 /// Topics in memory: fast, and gone when the broker stops.
 const MEMORY_ENGINE: &str = "memory://tansu/";
 /// Topics in a SQLite file under the broker's storage directory, kept across
-/// a restart; needs tansu built with the `libsql` feature (`.ci/run`).
+/// a restart; needs tansu built with the `libsql` feature (`scripts/install-tansu.sh`).
 const SQLITE_ENGINE: &str = "sqlite://tansu.db";
 
 impl Broker {
-    /// Starts a broker on a free port that keeps its topics in memory, or
-    /// `None` when tansu is not installed (outside CI).
-    pub fn start(storage: &Path) -> Option<Broker> {
-        if !external_tool_available("tansu") {
-            return None;
-        }
-        let mut broker =
-            Broker { child: None, port: free_port(), storage: storage.to_path_buf(), engine: MEMORY_ENGINE };
-        broker.launch().expect("tansu starts");
-        Some(broker)
+    /// Starts a broker on a free port that keeps its topics in memory.
+    pub fn start(storage: &Path) -> Broker {
+        Broker::launched(storage, MEMORY_ENGINE)
     }
 
     /// Starts a broker that keeps its topics in a file under `storage`, so a
-    /// restart finds them again; `None` when tansu is not installed or was
-    /// built without its SQLite engine (outside CI; under CI that fails).
-    pub fn start_persistent(storage: &Path) -> Option<Broker> {
-        if !external_tool_available("tansu") {
-            return None;
-        }
-        let mut broker =
-            Broker { child: None, port: free_port(), storage: storage.to_path_buf(), engine: SQLITE_ENGINE };
-        match broker.launch() {
-            Ok(()) => Some(broker),
-            Err(reason) if std::env::var_os("CI").is_none() => {
-                eprintln!("SKIPPED: {reason}; .ci/run installs a tansu with its SQLite engine and CI requires it");
-                None
-            }
-            Err(reason) => panic!("{reason}"),
-        }
+    /// restart finds them again (tansu built with its SQLite engine).
+    pub fn start_persistent(storage: &Path) -> Broker {
+        Broker::launched(storage, SQLITE_ENGINE)
+    }
+
+    fn launched(storage: &Path, engine: &'static str) -> Broker {
+        require_external_tool("tansu");
+        let mut broker = Broker { child: None, port: free_port(), storage: storage.to_path_buf(), engine };
+        broker.launch().unwrap_or_else(|reason| panic!("{reason}"));
+        broker
     }
 
     fn launch(&mut self) -> Result<(), String> {

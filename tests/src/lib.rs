@@ -254,27 +254,19 @@ pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("address").port()
 }
 
-/// Whether an external tool (a checker, a browser) is installed. Under CI
-/// (the `CI` variable set) a missing tool fails the test; elsewhere the test
-/// says plainly that its check was skipped.
-pub fn external_tool_available(program: &str) -> bool {
-    match Command::new(program).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status() {
-        Ok(_) => true,
-        Err(error) if std::env::var_os("CI").is_none() => {
-            eprintln!("SKIPPED: {program} is not installed here ({error}); .ci/run installs it and CI requires it");
-            false
-        }
-        Err(error) => panic!("{program} is required in CI: {error}"),
+/// Fails the test when an external tool (a checker, a browser, the broker)
+/// is not installed: a check that did not run must not pass.
+/// `scripts/test.sh` installs every one of them.
+pub fn require_external_tool(program: &str) {
+    if let Err(error) = Command::new(program).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status() {
+        panic!("{program} is not installed ({error}); scripts/test.sh installs it");
     }
 }
 
-/// Runs an external checker on `input` (its standard input) when it is
-/// installed (see [`external_tool_available`]); the checker must accept it.
+/// Runs an external checker on `input` (its standard input); the checker must accept it.
 pub fn external_check(program: &str, arguments: &[&str], input: &str) {
     use std::io::Write;
-    if !external_tool_available(program) {
-        return;
-    }
+    require_external_tool(program);
     let mut child = Command::new(program)
         .args(arguments)
         .stdin(Stdio::piped())

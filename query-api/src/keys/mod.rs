@@ -2,13 +2,14 @@
 //!
 //! Two kinds, told apart by prefix:
 //! - production keys (`lcc_live_…`) are issued by an operator command, shown
-//!   once, and stored only as SHA-256 hashes ([`store`]);
+//!   once, and stored only as SHA-256 hashes in the configured store
+//!   ([`production`]);
 //! - sandbox keys (`lcc_sandbox_…`) are self-contained tokens signed with a
 //!   shared secret ([`sandbox`]), so any replica can check them without a
 //!   shared write.
 
+pub mod production;
 pub mod sandbox;
-pub mod store;
 
 use std::fmt;
 

@@ -3,6 +3,12 @@
 //!
 //! Nothing is stored when a sandbox key is issued, not even the e-mail
 //! address: any replica checks a key by its signature and expiry alone.
+//! Outside production the secret may be generated once and kept in the data
+//! directory ([`secret_kept_in`]), so that keys survive a restart.
+
+use std::io::Write;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::Path;
 
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
@@ -10,6 +16,39 @@ use sha2::Sha256;
 use super::{KeyKind, Principal, Scopes, hex, random_bytes};
 
 const PREFIX: &str = "lcc_sandbox_v1";
+
+/// The file in the data directory that keeps a generated secret.
+pub const SECRET_FILE: &str = "sandbox-key-secret";
+
+/// The secret kept in `directory`, generated (32 random bytes, as hex) and
+/// written with owner-only permissions the first time. Two processes that
+/// start at once agree: only one creates the file, the other reads it.
+pub fn secret_kept_in(directory: &Path) -> std::io::Result<Vec<u8>> {
+    std::fs::create_dir_all(directory)?;
+    let path = directory.join(SECRET_FILE);
+    let created = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path);
+    match created {
+        Ok(mut file) => {
+            let secret = hex(&random_bytes::<32>()?);
+            file.write_all(secret.as_bytes())?;
+            file.sync_all()?;
+            Ok(secret.into_bytes())
+        }
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
+            let mode = std::fs::metadata(&path)?.permissions().mode();
+            if mode & 0o077 != 0 {
+                tracing::warn!(path = %path.display(), mode = format!("{mode:o}"), "the sandbox key secret is readable by others");
+            }
+            let secret = std::fs::read_to_string(&path)?;
+            let secret = secret.trim();
+            if secret.is_empty() {
+                return Err(std::io::Error::other(format!("{} is empty", path.display())));
+            }
+            Ok(secret.as_bytes().to_vec())
+        }
+        Err(error) => Err(error),
+    }
+}
 
 /// Issues and checks sandbox keys.
 #[derive(Clone)]
@@ -119,6 +158,21 @@ mod tests {
         assert_eq!(principal.kind, KeyKind::Sandbox);
         assert_eq!(principal.scopes, Scopes::all());
         assert_eq!(keys.verify(&issued.key, 1_100), Err(SandboxKeyError::Expired));
+    }
+
+    #[test]
+    fn a_generated_secret_is_kept_owner_only_and_reused() {
+        let directory = tempfile::tempdir().expect("tempdir");
+        let first = secret_kept_in(directory.path()).expect("generate");
+        assert_eq!(first.len(), 64, "32 random bytes as hex");
+        let mode = std::fs::metadata(directory.path().join(SECRET_FILE)).expect("file").permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        assert_eq!(secret_kept_in(directory.path()).expect("read again"), first);
+        let issued = SandboxKeys::new(&first, 100, 60).issue(1_000).expect("issue");
+        let restarted = SandboxKeys::new(&secret_kept_in(directory.path()).expect("read"), 100, 60);
+        assert!(restarted.verify(&issued.key, 1_000).is_ok(), "a key survives a restart");
+        let other = tempfile::tempdir().expect("tempdir");
+        assert_ne!(secret_kept_in(other.path()).expect("generate"), first);
     }
 
     #[test]

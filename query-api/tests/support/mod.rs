@@ -20,8 +20,8 @@ use projector::render_deferral::RenderDeferral;
 use projector::runner::{RunOptions, run_file_source};
 use projector::source::file::FileSource;
 use query_api::app::{App, Environment, Settings};
+use query_api::keys::production::ProductionKeys;
 use query_api::keys::sandbox::SandboxKeys;
-use query_api::keys::store::KeyStore;
 use query_api::keys::{Scope, Scopes};
 use query_api::rate_limit::RateLimits;
 use query_api::routes::router;
@@ -54,12 +54,17 @@ async fn project(store: &SqliteStore, events: &Path, dead_letters: &Path) {
         .expect("projection");
 }
 
-fn app(store: &SqliteStore, production_keys: Arc<KeyStore>, environment: Environment, behind_proxy: bool) -> Arc<App> {
+fn app(
+    store: &SqliteStore,
+    production_keys: Arc<ProductionKeys>,
+    environment: Environment,
+    behind_proxy: bool,
+) -> Arc<App> {
     Arc::new(App {
         store: Arc::new(store.clone()),
         production_keys,
         sandbox_keys: SandboxKeys::new(b"test-secret", 3_600, 100_000),
-        rate_limits: RateLimits::default(),
+        rate_limits: RateLimits::new(60),
         metrics: Arc::new(query_api::metrics::Metrics::new().expect("metrics")),
         settings: Settings {
             public_base_url: "https://api.example.org".into(),
@@ -87,8 +92,8 @@ impl Service {
             .expect("generate");
         project(&store, &events, &directory.path().join("production.jsonl")).await;
 
-        let keys = Arc::new(KeyStore::open(&data).expect("keys"));
-        let (full_key, _) = keys.issue("Everything Ltd", Scopes::all(), 100_000).expect("issue");
+        let keys = ProductionKeys::start(Arc::new(store.clone()));
+        let (full_key, _) = keys.issue("Everything Ltd", Scopes::all(), 100_000).await.expect("issue");
         let app = app(&store, keys, Environment::Development, false);
         Service { directory, app, store, full_key }
     }
@@ -103,8 +108,9 @@ impl Service {
         app(&self.store, Arc::clone(&self.app.production_keys), Environment::Development, true)
     }
 
-    pub fn issue_key(&self, scopes: &[Scope], rate_limit: u32) -> String {
-        self.app.production_keys.issue("Test Partner", scopes.iter().copied().collect(), rate_limit).expect("issue").0
+    pub async fn issue_key(&self, scopes: &[Scope], rate_limit: u32) -> String {
+        let scopes = scopes.iter().copied().collect();
+        self.app.production_keys.issue("Test Partner", scopes, rate_limit).await.expect("issue").0
     }
 
     pub fn sandbox_key(&self) -> String {

@@ -2,6 +2,7 @@
 //! that the schema allows but the store never writes (a negative version, a
 //! bucket out of range) are reported as corrupt data, not passed on.
 
+use crate::api_keys::ApiKeyRecord;
 use crate::bulk::BULK_BUCKETS;
 use crate::store::{Checkpoint, ModelVersion, StoreError, StoredAggregate};
 
@@ -9,6 +10,18 @@ use crate::store::{Checkpoint, ModelVersion, StoreError, StoredAggregate};
 pub fn stored_aggregate((version, state): (i64, Vec<u8>)) -> Result<StoredAggregate, StoreError> {
     let version = u64::try_from(version).map_err(|_| StoreError::Corrupt(format!("aggregate version {version}")))?;
     Ok(StoredAggregate { version, state })
+}
+
+/// An `api_keys` row: (hash, id, partner, scopes, limit, created, revoked).
+pub type ApiKeyRow = (String, String, String, String, i32, i64, Option<i64>);
+
+/// An `api_keys` row as a key record.
+pub fn api_key(
+    (key_hash, key_id, partner, scopes, rate_limit, created_at_ms, revoked_at_ms): ApiKeyRow,
+) -> Result<ApiKeyRecord, StoreError> {
+    let rate_limit_per_minute =
+        u32::try_from(rate_limit).map_err(|_| StoreError::Corrupt(format!("key {key_id} with limit {rate_limit}")))?;
+    Ok(ApiKeyRecord { key_hash, key_id, partner, scopes, rate_limit_per_minute, created_at_ms, revoked_at_ms })
 }
 
 /// A `checkpoints` row of `source`: (stream, partition, next offset).

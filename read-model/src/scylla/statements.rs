@@ -166,10 +166,14 @@ pub enum CatalogStatement {
     UpsertActiveVersion,
     SelectSchemaRevision,
     UpsertSchemaRevision,
+    SelectApiKeys,
+    SelectApiKey,
+    InsertApiKey,
+    RevokeApiKey,
 }
 
 impl CatalogStatement {
-    pub const ALL: [CatalogStatement; 7] = [
+    pub const ALL: [CatalogStatement; 11] = [
         CatalogStatement::SelectVersions,
         CatalogStatement::InsertVersion,
         CatalogStatement::DeleteVersion,
@@ -177,6 +181,10 @@ impl CatalogStatement {
         CatalogStatement::UpsertActiveVersion,
         CatalogStatement::SelectSchemaRevision,
         CatalogStatement::UpsertSchemaRevision,
+        CatalogStatement::SelectApiKeys,
+        CatalogStatement::SelectApiKey,
+        CatalogStatement::InsertApiKey,
+        CatalogStatement::RevokeApiKey,
     ];
 
     /// Whether the statement only reads.
@@ -199,6 +207,16 @@ impl CatalogStatement {
             UpsertSchemaRevision => {
                 format!("INSERT INTO {keyspace}.schema_revision (singleton, revision) VALUES (?, ?)")
             }
+            SelectApiKeys => format!("SELECT {API_KEY_COLUMNS} FROM {keyspace}.api_keys WHERE catalog = ?"),
+            SelectApiKey => {
+                format!("SELECT {API_KEY_COLUMNS} FROM {keyspace}.api_keys WHERE catalog = ? AND key_hash = ?")
+            }
+            InsertApiKey => {
+                format!("INSERT INTO {keyspace}.api_keys (catalog, {API_KEY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+            }
+            RevokeApiKey => {
+                format!("INSERT INTO {keyspace}.api_keys (catalog, key_hash, revoked_at_ms) VALUES (?, ?, ?)")
+            }
         }
     }
 }
@@ -209,6 +227,10 @@ pub const VERSIONS_PARTITION: &str = "read-model";
 pub const ACTIVE_ROW: &str = "active";
 /// The partition key value of the schema revision's row.
 pub const REVISION_ROW: &str = "schema";
+/// The partition key value of the one partition holding all production keys.
+pub const API_KEYS_PARTITION: &str = "api-keys";
+/// The columns of a production key, in the order of [`crate::api_keys::ApiKeyRecord`].
+const API_KEY_COLUMNS: &str = "key_hash, key_id, partner, scopes, rate_limit_per_minute, created_at_ms, revoked_at_ms";
 /// The partition key value of the sandbox fixture catalogue.
 pub const FIXTURES_PARTITION: &str = "sandbox";
 

@@ -36,7 +36,7 @@
 //! thread fell behind the writer, and in those seconds the writer spent 61%
 //! of its CPU writing the log, 22% zeroing fresh blocks. At 256 MiB six
 //! alternating million-event runs were 8% faster on average, with less
-//! system CPU (README, benchmarks). [`LOG_FILE_LIMIT_BYTES`] bounds what the file keeps.
+//! system CPU. [`LOG_FILE_LIMIT_BYTES`] bounds what the file keeps.
 //!
 //! This module must not write documents or state: it only moves pages from
 //! the log into the database file.

@@ -3,7 +3,7 @@
 //!
 //! A point read from SQLite descends two B-trees of a file much larger than
 //! the CPU's caches, and under load that was the largest part of the query
-//! API's time per lookup (README, "Query API"). This cache answers repeated
+//! API's time per lookup. This cache answers repeated
 //! reads of a document from memory, within a bound in bytes (S3-FIFO
 //! eviction, by `quick_cache`).
 //!

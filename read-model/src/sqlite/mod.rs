@@ -10,6 +10,7 @@
 //! microseconds. The batch write runs on Tokio's blocking pool, since a large
 //! batch takes long enough to stall an async worker.
 
+mod api_keys;
 mod checkpointer;
 mod connections;
 mod document_cache;
@@ -28,12 +29,14 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension};
 
+use self::api_keys::ApiKeyFile;
 use self::checkpointer::Checkpointer;
 use self::connections::{PageAccess, open_model_writer, open_writer};
 use self::document_cache::{DocumentCache, DocumentCacheCounters};
 use self::errors::from_sqlite;
 use self::reader_pool::ReaderPool;
 use crate::active_version_cache::ActiveVersionCache;
+use crate::api_keys::{ApiKeyRecord, ApiKeys};
 use crate::documents::DocumentKind;
 use crate::identifiers::Audience;
 use crate::store::{
@@ -58,6 +61,7 @@ struct Inner {
     /// The bound of each version's document cache; 0 turns caching off.
     document_cache_bytes: u64,
     document_cache_counters: Arc<DocumentCacheCounters>,
+    api_keys: ApiKeyFile,
 }
 
 /// The connections to one model version's file.
@@ -156,11 +160,12 @@ impl SqliteStore {
             inner: Arc::new(Inner {
                 catalog_readers: ReaderPool::new(catalog_path, PageAccess::MemoryMapped),
                 catalog_writer: Mutex::new(catalog_writer),
-                directory,
                 versions: Mutex::new(HashMap::new()),
                 active: ActiveVersionCache::default(),
                 document_cache_bytes,
                 document_cache_counters: Arc::default(),
+                api_keys: ApiKeyFile::new(directory.join("api-keys.sqlite")),
+                directory,
             }),
         })
     }
@@ -435,5 +440,25 @@ impl ModelVersions for SqliteStore {
 
     async fn active_model_version(&self) -> Result<Option<ModelVersion>, StoreError> {
         self.read_active_version()
+    }
+}
+
+/// Key reads and writes are single-row statements on a small file; they run inline.
+#[async_trait]
+impl ApiKeys for SqliteStore {
+    async fn insert_api_key(&self, key: &ApiKeyRecord) -> Result<(), StoreError> {
+        self.inner.api_keys.insert(key)
+    }
+
+    async fn api_keys(&self) -> Result<Vec<ApiKeyRecord>, StoreError> {
+        self.inner.api_keys.all()
+    }
+
+    async fn api_key_by_hash(&self, key_hash: &str) -> Result<Option<ApiKeyRecord>, StoreError> {
+        self.inner.api_keys.by_hash(key_hash)
+    }
+
+    async fn revoke_api_key(&self, key_id: &str, at_ms: i64) -> Result<bool, StoreError> {
+        self.inner.api_keys.revoke(key_id, at_ms)
     }
 }

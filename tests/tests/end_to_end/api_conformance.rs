@@ -3,15 +3,14 @@
 //! operation with a production key and with a sandbox key, and headless
 //! Chromium on `/api/docs` with every other host unreachable.
 //!
-//! The tools are installed by `.ci/run`; where one is missing outside CI the
-//! test says so and skips its check.
+//! The tools are installed by `scripts/test.sh`; where one is missing the
+//! test fails.
 
 use std::path::PathBuf;
 use std::process::Command;
 
 use end_to_end_tests::{
-    ALL_SCOPES, BASE_PATH, RunningService, external_check, external_tool_available, issue_production_key,
-    workspace_root,
+    ALL_SCOPES, BASE_PATH, RunningService, external_check, issue_production_key, require_external_tool, workspace_root,
 };
 
 /// Where tests keep what a person may want to look at after a run.
@@ -58,9 +57,7 @@ fn schemathesis(service: &RunningService, key: &str, seed: &str) {
 
 #[test]
 fn schemathesis_finds_no_server_error_and_no_answer_that_contradicts_the_document() {
-    if !external_tool_available("schemathesis") {
-        return;
-    }
+    require_external_tool("schemathesis");
     let mut production_key = String::new();
     let service = RunningService::start(&[("LCC_DEFAULT_RATE_LIMIT", "1000000")], |data| {
         production_key = issue_production_key(data, &ALL_SCOPES, 1_000_000);
@@ -72,9 +69,7 @@ fn schemathesis_finds_no_server_error_and_no_answer_that_contradicts_the_documen
 
 #[test]
 fn the_interactive_documentation_renders_in_headless_chromium_from_the_service_alone() {
-    if !external_tool_available("chromium") {
-        return;
-    }
+    require_external_tool("chromium");
     let service = RunningService::start(&[], |_| {});
     let profile = tempfile::tempdir().expect("profile");
     let net_log = profile.path().join("net-log.json");

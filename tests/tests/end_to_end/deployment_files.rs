@@ -8,7 +8,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use end_to_end_tests::{binary, external_tool_available, workspace_root};
+use end_to_end_tests::{binary, require_external_tool, workspace_root};
 
 fn read(relative: &str) -> String {
     std::fs::read_to_string(workspace_root().join(relative)).unwrap_or_else(|error| panic!("{relative}: {error}"))
@@ -33,9 +33,7 @@ fn docker_compose_accepts_the_compose_file_and_every_mounted_file_exists() {
     for service in ["kafka:", "kafka-topics:", "scylla:", "projector:", "query-api-1:", "query-api-2:", "prometheus:"] {
         assert!(compose.contains(&format!("\n  {service}\n")), "no service {service}");
     }
-    if !external_tool_available("docker-compose") {
-        return;
-    }
+    require_external_tool("docker-compose");
     let output = Command::new("docker-compose")
         .args(["--file", "docker-compose.yml", "config", "--quiet"])
         .current_dir(workspace_root())
@@ -78,9 +76,7 @@ fn hadolint_accepts_the_dockerfile_and_the_runtime_image_is_small_and_unprivileg
     let runtime = dockerfile.split(stages[1]).nth(1).expect("runtime stage");
     assert!(runtime.contains("\nUSER 10001"), "the runtime stage runs as a non-root user");
     assert!(!runtime.contains("cargo"), "the runtime stage carries no toolchain");
-    if !external_tool_available("hadolint") {
-        return;
-    }
+    require_external_tool("hadolint");
     let output =
         Command::new("hadolint").arg("Dockerfile").current_dir(workspace_root()).output().expect("hadolint runs");
     assert_success("hadolint", &output);
@@ -93,9 +89,7 @@ fn promtool_accepts_the_prometheus_configuration_with_its_alert_rules() {
         assert!(configuration.contains(&format!("job_name: {job}")), "no scrape job {job}");
     }
     assert!(read("ops/prometheus/alerts.yml").contains("job=\"rights-projector\""));
-    if !external_tool_available("promtool") {
-        return;
-    }
+    require_external_tool("promtool");
     // The file names the rules by their path inside the container; check it beside a copy of them.
     let directory = tempfile::tempdir().expect("tempdir");
     std::fs::write(

@@ -25,7 +25,7 @@ fn sigkill_mid_stream_then_restart_gives_the_file_projection_and_sigterm_exits_c
     let directory = tempfile::tempdir().expect("tempdir");
     let ProjectedStream { events, manifest, clean, .. } = generate_and_project(directory.path(), 3_000, 17, 2_000);
 
-    let Some(broker) = Broker::start(&directory.path().join("broker")) else { return };
+    let broker = Broker::start(&directory.path().join("broker"));
     create_topics(&broker, "", 3, &["dead-letters"]);
     let published = directory.path().join("published-schemas");
     produce_single_object(&broker, &events, &published, true);
@@ -75,7 +75,7 @@ fn sigkill_mid_stream_then_restart_gives_the_file_projection_and_sigterm_exits_c
 fn an_absent_broker_gives_readiness_false_and_projection_resumes_when_it_comes() {
     let directory = tempfile::tempdir().expect("tempdir");
     let ProjectedStream { events, clean, .. } = generate_and_project(directory.path(), 200, 23, 1_000);
-    let Some(mut broker) = Broker::start(&directory.path().join("broker")) else { return };
+    let mut broker = Broker::start(&directory.path().join("broker"));
     // The broker goes away before the projector starts.
     broker.kill();
 
@@ -128,7 +128,7 @@ fn a_broker_killed_mid_stream_and_restarted_with_its_topics_loses_no_event() {
     // the projector must fetch from the restarted broker (not from what its
     // client fetched before) and park poison events through it.
     let (first_half, second_half) = split_segments(&events, &directory.path().join("halves"));
-    let Some(mut broker) = Broker::start_persistent(&directory.path().join("broker")) else { return };
+    let mut broker = Broker::start_persistent(&directory.path().join("broker"));
     create_topics(&broker, "", 3, &["dead-letters"]);
     let published = directory.path().join("published-schemas");
     produce_single_object(&broker, &first_half, &published, true);

@@ -68,7 +68,7 @@ fn projectors_split_the_partitions_and_a_killed_members_partitions_resume_from_t
     let directory = tempfile::tempdir().expect("tempdir");
     let ProjectedStream { events, clean, .. } = generate_and_project(directory.path(), 12_000, 53, 5_000);
 
-    let Some(broker) = Broker::start(&directory.path().join("broker")) else { return };
+    let broker = Broker::start(&directory.path().join("broker"));
     create_topics(&broker, "", PARTITIONS as u32, &["dead-letters"]);
     let published = directory.path().join("published-schemas");
     // One record per batch: tansu serves a fetch only from the start of a

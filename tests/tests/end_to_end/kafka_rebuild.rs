@@ -37,7 +37,7 @@ fn a_rebuild_is_activated_under_load_without_a_failed_request_and_the_old_versio
     let events = directory.path().join("events");
     generate(&GenerateOptions { works: 300, seed: 29, events_per_segment: 1_000, sandbox: false }, &events)
         .expect("generate");
-    let Some(broker) = Broker::start(&directory.path().join("broker")) else { return };
+    let broker = Broker::start(&directory.path().join("broker"));
     create_topics(&broker, "", 2, &["dead-letters"]);
     let published = directory.path().join("published-schemas");
     produce_single_object(&broker, &events, &published, true);

@@ -6,7 +6,7 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
-use end_to_end_tests::{external_tool_available, workspace_root};
+use end_to_end_tests::{require_external_tool, workspace_root};
 use projector::metrics::ProjectorMetrics;
 use projector::progress::PartitionBoard;
 use projector::source::kafka::consumer::ConsumerShared;
@@ -31,9 +31,7 @@ fn promtool_accepts_the_alert_rules_and_they_name_exported_metrics() {
         assert!(text.contains(name), "the rules do not use {name}");
         assert!(metrics.contains(&format!("# TYPE {name}")), "the projector does not export {name}:\n{metrics}");
     }
-    if !external_tool_available("promtool") {
-        return;
-    }
+    require_external_tool("promtool");
     let output = Command::new("promtool").arg("check").arg("rules").arg(&rules).output().expect("promtool runs");
     assert!(
         output.status.success(),

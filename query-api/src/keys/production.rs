@@ -1,0 +1,206 @@
+//! Production keys: issued by the operator, shown once, and kept only as
+//! SHA-256 hashes in the configured store ([`read_model::ApiKeys`]), so every
+//! replica on that store knows the same keys.
+//!
+//! The API holds the active keys in memory and a task reloads them every
+//! [`REFRESH_INTERVAL`], so a revoked key is refused within a second. A key
+//! that memory does not know is looked up in the store before the request
+//! is refused, so a key issued a moment ago is accepted on its first
+//! request. This module must not decide scopes or quotas: it says who is
+//! calling.
+
+use std::collections::HashMap;
+use std::sync::{Arc, PoisonError, RwLock, Weak};
+use std::time::Duration;
+
+use read_model::{ApiKeyRecord, ApiKeys, StoreError};
+
+use super::{KeyKind, Principal, Scopes, hex, random_bytes, sha256_hex};
+
+/// How often the keys in memory are reloaded: revocations take effect within it.
+pub const REFRESH_INTERVAL: Duration = Duration::from_millis(500);
+
+/// A stored production key (never the key itself).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredKey {
+    pub key_id: String,
+    pub partner: String,
+    pub scopes: Scopes,
+    pub rate_limit: u32,
+    pub created_at_ms: i64,
+    pub revoked: bool,
+}
+
+/// Why a key operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyStoreError {
+    #[error("the key store is unavailable: {0}")]
+    Store(#[from] StoreError),
+    #[error("cannot generate a key: {0}")]
+    Randomness(#[from] std::io::Error),
+    #[error("the key store holds an invalid key {key_id}: {reason}")]
+    Invalid { key_id: String, reason: String },
+}
+
+/// The production keys of one store, with the active ones in memory.
+pub struct ProductionKeys {
+    store: Arc<dyn ApiKeys>,
+    /// The active keys by hash, as last loaded or looked up.
+    active: RwLock<Arc<HashMap<String, Principal>>>,
+}
+
+impl std::fmt::Debug for ProductionKeys {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.debug_struct("ProductionKeys").finish_non_exhaustive()
+    }
+}
+
+impl ProductionKeys {
+    /// The keys of `store`, kept fresh by a task on the current runtime that
+    /// ends when the returned value is dropped.
+    pub fn start(store: Arc<dyn ApiKeys>) -> Arc<ProductionKeys> {
+        let keys = Arc::new(ProductionKeys { store, active: RwLock::new(Arc::default()) });
+        tokio::spawn(keep_refreshed(Arc::downgrade(&keys)));
+        keys
+    }
+
+    /// Issues a key and returns it with its record. The key itself is not stored.
+    pub async fn issue(
+        &self,
+        partner: &str,
+        scopes: Scopes,
+        rate_limit: u32,
+    ) -> Result<(String, StoredKey), KeyStoreError> {
+        let key = format!("lcc_live_{}", hex(&random_bytes::<24>()?));
+        let key_hash = sha256_hex(&key);
+        let record = ApiKeyRecord {
+            key_id: format!("live_{}", &key_hash[..12]),
+            key_hash,
+            partner: partner.to_owned(),
+            scopes: scopes.to_list(),
+            rate_limit_per_minute: rate_limit,
+            created_at_ms: read_model::calendar::Timestamp::now().0,
+            revoked_at_ms: None,
+        };
+        self.store.insert_api_key(&record).await?;
+        Ok((key, stored_key(&record)?))
+    }
+
+    /// Every key record, oldest first.
+    pub async fn list(&self) -> Result<Vec<StoredKey>, KeyStoreError> {
+        self.store.api_keys().await?.iter().map(stored_key).collect()
+    }
+
+    /// Revokes a key by id; false when there is no such key.
+    pub async fn revoke(&self, key_id: &str) -> Result<bool, KeyStoreError> {
+        let revoked = self.store.revoke_api_key(key_id, read_model::calendar::Timestamp::now().0).await?;
+        if revoked {
+            self.refresh().await?;
+        }
+        Ok(revoked)
+    }
+
+    /// The principal of a presented production key, if it is known and not revoked.
+    pub async fn authenticate(&self, key: &str) -> Result<Option<Principal>, KeyStoreError> {
+        let key_hash = sha256_hex(key);
+        if let Some(principal) = self.active.read().unwrap_or_else(PoisonError::into_inner).get(&key_hash) {
+            return Ok(Some(principal.clone()));
+        }
+        let Some(record) = self.store.api_key_by_hash(&key_hash).await? else { return Ok(None) };
+        let Some(principal) = principal_of(&stored_key(&record)?) else { return Ok(None) };
+        let mut active = self.active.write().unwrap_or_else(PoisonError::into_inner);
+        Arc::make_mut(&mut active).insert(key_hash, principal.clone());
+        Ok(Some(principal))
+    }
+
+    /// Reloads the active keys from the store.
+    pub async fn refresh(&self) -> Result<(), KeyStoreError> {
+        let mut active = HashMap::new();
+        for record in self.store.api_keys().await? {
+            if let Some(principal) = principal_of(&stored_key(&record)?) {
+                active.insert(record.key_hash, principal);
+            }
+        }
+        *self.active.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(active);
+        Ok(())
+    }
+}
+
+/// Reloads the keys every [`REFRESH_INTERVAL`] while they are in use. A
+/// store that cannot be read keeps the keys last loaded, and says so.
+async fn keep_refreshed(keys: Weak<ProductionKeys>) {
+    let mut interval = tokio::time::interval(REFRESH_INTERVAL);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        interval.tick().await;
+        let Some(keys) = keys.upgrade() else { return };
+        if let Err(error) = keys.refresh().await {
+            tracing::warn!(%error, "cannot reload the production keys; keeping the ones loaded");
+        }
+    }
+}
+
+fn stored_key(record: &ApiKeyRecord) -> Result<StoredKey, KeyStoreError> {
+    let invalid = |reason: String| KeyStoreError::Invalid { key_id: record.key_id.clone(), reason };
+    Ok(StoredKey {
+        key_id: record.key_id.clone(),
+        partner: record.partner.clone(),
+        scopes: Scopes::parse_list(&record.scopes).map_err(invalid)?,
+        rate_limit: record.rate_limit_per_minute,
+        created_at_ms: record.created_at_ms,
+        revoked: record.revoked_at_ms.is_some(),
+    })
+}
+
+fn principal_of(key: &StoredKey) -> Option<Principal> {
+    (!key.revoked).then(|| Principal {
+        kind: KeyKind::Production,
+        key_id: key.key_id.clone(),
+        scopes: key.scopes,
+        rate_limit: key.rate_limit,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use read_model::SqliteStore;
+
+    use super::*;
+    use crate::keys::Scope;
+
+    #[tokio::test]
+    async fn issued_keys_authenticate_until_revoked_and_only_hashes_are_stored() {
+        let directory = tempfile::tempdir().expect("tempdir");
+        let store = Arc::new(SqliteStore::open(directory.path()).expect("open"));
+        let keys = ProductionKeys::start(store);
+        let scopes: Scopes = [Scope::RightsRead].into_iter().collect();
+        let (key, record) = keys.issue("Acme Music", scopes, 120).await.expect("issue");
+        assert!(key.starts_with("lcc_live_"));
+        let principal = keys.authenticate(&key).await.expect("read").expect("known key");
+        assert_eq!((principal.scopes, principal.rate_limit, principal.kind), (scopes, 120, KeyKind::Production));
+        assert_eq!(keys.authenticate("lcc_live_unknown").await.expect("read"), None);
+
+        let file = std::fs::read(directory.path().join("api-keys.sqlite")).expect("file");
+        assert!(!file.windows(key.len()).any(|window| window == key.as_bytes()), "the key itself is never stored");
+
+        assert!(keys.revoke(&record.key_id).await.expect("revoke"));
+        assert_eq!(keys.authenticate(&key).await.expect("read"), None);
+        assert!(!keys.revoke("live_nope").await.expect("revoke"));
+        assert!(keys.list().await.expect("list")[0].revoked);
+    }
+
+    #[tokio::test]
+    async fn a_key_issued_or_revoked_by_another_process_is_seen_within_the_refresh_interval() {
+        let directory = tempfile::tempdir().expect("tempdir");
+        let serving = ProductionKeys::start(Arc::new(SqliteStore::open(directory.path()).expect("open")));
+        let operator = ProductionKeys::start(Arc::new(SqliteStore::open(directory.path()).expect("open")));
+        let (key, record) = operator.issue("Acme Music", Scopes::all(), 60).await.expect("issue");
+        assert!(serving.authenticate(&key).await.expect("read").is_some(), "accepted on its first request");
+        assert!(operator.revoke(&record.key_id).await.expect("revoke"));
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(1);
+        while serving.authenticate(&key).await.expect("read").is_some() {
+            assert!(tokio::time::Instant::now() < deadline, "a revoked key is refused within a second");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Installs what the test suite needs and is missing, then puts it on PATH.
+# Sourced by scripts/test.sh, so the suite runs as written on a fresh machine;
+# on a machine that has everything it only checks, in a few seconds.
+#
+#   cargo-nextest   the test runner
+#   rustfmt, clippy the formatting and lint checks
+#   promtool        (Debian: prometheus) the /metrics exposition, ops/ rules
+#   docker-compose  `config` checks docker-compose.yml (needs no engine)
+#   chromium        renders /api/docs headless
+#   wrk             drives the load benchmark's smoke test
+#   tansu           the Kafka-protocol broker (scripts/install-tansu.sh)
+#   Python tools    tests/python-requirements.txt: the OpenAPI checkers, the
+#                   independent Kafka producer, hadolint
+#
+# Debian packages need root (as on CI) or sudo.
+set -euo pipefail
+
+command -v cargo >/dev/null || { echo "cargo is required" >&2; exit 1; }
+rustup component add rustfmt clippy >/dev/null 2>&1 || true
+command -v cargo-nextest >/dev/null || cargo install cargo-nextest --locked
+
+missing_packages=()
+command -v promtool >/dev/null || missing_packages+=(prometheus)
+command -v docker-compose >/dev/null || missing_packages+=(docker-compose)
+command -v chromium >/dev/null || missing_packages+=(chromium)
+command -v wrk >/dev/null || missing_packages+=(wrk)
+if ((${#missing_packages[@]})); then
+    as_root=()
+    [ "$(id -u)" -eq 0 ] || as_root=(sudo)
+    export DEBIAN_FRONTEND=noninteractive
+    "${as_root[@]}" apt-get update -qq
+    "${as_root[@]}" apt-get install -y -qq --no-install-recommends "${missing_packages[@]}" >/dev/null
+fi
+
+# tansu 0.6.0 with its memory engine (most tests), its SQLite engine (the
+# broker-restart test) and the group fix the consumer-group test needs, built
+# once per machine (about 12 minutes on 2 cores). Its root is named after the
+# patch's hash, so no other tansu on the PATH, nor one built with an older
+# patch, is taken for it.
+tansu_patch_hash=$(sha256sum tests/kafka/tansu-broker-0.6.0-group-rebalance.patch | cut -c1-12)
+tansu_root="${HOME}/.local/lib/tansu-0.6.0-dynostore-libsql-${tansu_patch_hash}"
+[ -x "$tansu_root/bin/tansu" ] || scripts/install-tansu.sh "$tansu_root"
+export PATH="$tansu_root/bin:$PATH"
+
+python3 -m pip install --quiet --disable-pip-version-check -r tests/python-requirements.txt
