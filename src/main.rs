@@ -97,6 +97,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         events = %cli.events_dir.display(),
         "serving the public API"
     );
+    telemetry::listening::announce(&[("public", listener.local_addr()?), ("admin", admin.local_addr()?)]);
     let admin_server =
         tokio::spawn(query_api::server::run_admin(admin, Arc::clone(&app), wait_for_stop(stopped.clone())));
     let server = tokio::spawn(query_api::server::run(listener, app, wait_for_stop(stopped)));

@@ -352,6 +352,7 @@ async fn project(
         .await
         .with_context(|| format!("failed to listen on {}", tuning.admin_listen))?;
     tracing::info!(admin = %listener.local_addr()?, "admin listener");
+    telemetry::listening::announce(&[("admin", listener.local_addr()?)]);
     let (stop_admin, admin_stopped) = watch::channel(false);
     let admin_server = tokio::spawn(async move {
         let mut stopped = admin_stopped;

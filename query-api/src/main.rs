@@ -125,6 +125,7 @@ async fn serve(arguments: ServeArguments) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("failed to listen on {}", arguments.config.admin_listen))?;
     tracing::info!(address = %listener.local_addr()?, admin = %admin.local_addr()?, "serving the public API");
+    telemetry::listening::announce(&[("public", listener.local_addr()?), ("admin", admin.local_addr()?)]);
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let wait_for_stop = |mut stopped: tokio::sync::watch::Receiver<bool>| async move {
         let _ = stopped.wait_for(|stop| *stop).await;

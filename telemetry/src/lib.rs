@@ -1,9 +1,11 @@
-//! What every binary of the service shares for operators: how it logs, and
-//! the routes of its admin listener (`/metrics`, `/healthz`, `/readyz`).
+//! What every binary of the service shares for operators: how it logs, the
+//! routes of its admin listener (`/metrics`, `/healthz`, `/readyz`), and the
+//! line that says where its listeners are bound.
 //!
 //! Each binary decides what its metrics and its readiness are; this crate
 //! only gives them one shape, so an operator scrapes and probes the projector
 //! and the API alike. It must not know any metric, store or source.
 
 pub mod admin;
+pub mod listening;
 pub mod logging;

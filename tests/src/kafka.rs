@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::{binary, free_port, require_external_tool, workspace_root};
+use crate::{binary, require_external_tool, workspace_root};
 
 /// A running `tansu` broker, killed when dropped.
 #[derive(Debug)]
@@ -26,6 +26,14 @@ const MEMORY_ENGINE: &str = "memory://tansu/";
 /// a restart; needs tansu built with the `libsql` feature (`scripts/install-tansu.sh`).
 const SQLITE_ENGINE: &str = "sqlite://tansu.db";
 
+/// A port that was free a moment ago on the loopback interface, for the
+/// broker alone: tansu takes its port from its command line and cannot
+/// report one it picked, and a restarted broker must come back on the same
+/// port. Every program of ours listens on port 0 and reports its port.
+fn free_port_for_the_broker() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("address").port()
+}
+
 impl Broker {
     /// Starts a broker on a free port that keeps its topics in memory.
     pub fn start(storage: &Path) -> Broker {
@@ -40,7 +48,8 @@ impl Broker {
 
     fn launched(storage: &Path, engine: &'static str) -> Broker {
         require_external_tool("tansu");
-        let mut broker = Broker { child: None, port: free_port(), storage: storage.to_path_buf(), engine };
+        let mut broker =
+            Broker { child: None, port: free_port_for_the_broker(), storage: storage.to_path_buf(), engine };
         broker.launch().unwrap_or_else(|reason| panic!("{reason}"));
         broker
     }
@@ -101,15 +110,6 @@ impl Broker {
 impl Drop for Broker {
     fn drop(&mut self) {
         self.kill();
-    }
-}
-
-/// Waits until something accepts connections on `port`.
-pub fn wait_for_port(port: u16, timeout: Duration) {
-    let started = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(started.elapsed() < timeout, "nothing listens on port {port} after {timeout:?}");
-        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
@@ -225,19 +225,9 @@ impl Drop for SchemaRegistry {
     }
 }
 
-/// `projector run` against the broker, with an isolated store and a free admin port.
+/// `projector run` against the broker, with an isolated store and its admin
+/// listener on a port it picks and reports (read it with [`crate::spawn_listening`]).
 pub fn kafka_projector_command(broker: &Broker, data: &Path, group: &str, prefix: &str) -> Command {
-    kafka_projector_command_with_admin(broker, data, group, prefix, "127.0.0.1:0")
-}
-
-/// `projector run` against the broker, with its admin listener on `admin`.
-pub fn kafka_projector_command_with_admin(
-    broker: &Broker,
-    data: &Path,
-    group: &str,
-    prefix: &str,
-    admin: &str,
-) -> Command {
     let mut command = Command::new(binary("projector"));
     command
         .args(["run", "--source", &broker.source()])
@@ -245,7 +235,7 @@ pub fn kafka_projector_command_with_admin(
         .arg(data)
         .args(["--kafka-group-id", group, "--kafka-topic-prefix", prefix])
         .args(["--dead-letter-topic", &format!("{prefix}dead-letters")])
-        .args(["--admin-listen", admin, "--batch-size", "500", "--batch-linger-ms", "50"])
+        .args(["--admin-listen", "127.0.0.1:0", "--batch-size", "500", "--batch-linger-ms", "50"])
         .env("RUST_LOG", "warn")
         .stdout(Stdio::piped());
     command

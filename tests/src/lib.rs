@@ -249,9 +249,37 @@ pub fn http(
     (status, headers, body.to_owned())
 }
 
-/// A port that was free a moment ago on the loopback interface.
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("address").port()
+/// Starts `command`, one of our binaries given port 0 in its listen
+/// addresses, and waits for the line in which it reports the addresses it
+/// bound (see `telemetry::listening`). Returns the child and the addresses
+/// by listener name (`public`, `admin`). The rest of its standard output is
+/// collected by a thread, returned when the process ends.
+pub fn spawn_listening(command: &mut Command) -> (Child, BTreeMap<String, String>, std::thread::JoinHandle<String>) {
+    use std::io::{BufRead, BufReader};
+    let mut child = command.stdout(Stdio::piped()).spawn().expect("the program starts");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout is piped"));
+    let (sender, receiver) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut rest = String::new();
+        let mut line = String::new();
+        let mut announced = false;
+        while stdout.read_line(&mut line).unwrap_or(0) > 0 {
+            match telemetry::listening::parse(line.trim_end()).filter(|_| !announced) {
+                Some(addresses) => {
+                    announced = true;
+                    let _ = sender.send(addresses);
+                }
+                None => rest.push_str(&line),
+            }
+            line.clear();
+        }
+        rest
+    });
+    let addresses = receiver
+        .recv_timeout(Duration::from_secs(60))
+        .unwrap_or_else(|_| panic!("the program did not report its listeners: {:?}", child.try_wait()));
+    let addresses = addresses.into_iter().map(|(name, address)| (name, address.to_string())).collect();
+    (child, addresses, reader)
 }
 
 /// Fails the test when an external tool (a checker, a browser, the broker)
@@ -287,8 +315,8 @@ pub fn external_check(program: &str, arguments: &[&str], input: &str) {
 /// The base path of the public API.
 pub const BASE_PATH: &str = "/api/v1/public/v1";
 
-/// The single-machine service (`rights-service`) as a user starts it, on free
-/// ports with a data directory of its own, once the bundled sandbox fixtures
+/// The single-machine service (`rights-service`) as a user starts it, on
+/// ports it picks itself and reports, with a data directory of its own, once the bundled sandbox fixtures
 /// are projected and served. It is killed when dropped.
 #[derive(Debug)]
 pub struct RunningService {
@@ -304,23 +332,17 @@ impl RunningService {
     pub fn start(environment: &[(&str, &str)], before_start: impl FnOnce(&Path)) -> RunningService {
         let data = tempfile::tempdir().expect("tempdir");
         before_start(data.path());
-        let address = format!("127.0.0.1:{}", free_port());
-        let admin = format!("127.0.0.1:{}", free_port());
-        let child = Command::new(binary("rights-service"))
+        let mut command = Command::new(binary("rights-service"));
+        command
             .current_dir(workspace_root())
             .arg("--data-dir")
             .arg(data.path())
-            .arg("--listen")
-            .arg(&address)
-            .arg("--admin-listen")
-            .arg(&admin)
-            .arg("--public-base-url")
-            .arg(format!("http://{address}"))
+            .args(["--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"])
             .envs(environment.iter().copied())
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("service starts");
+            .env("RUST_LOG", "warn");
+        let (child, mut listening, _) = spawn_listening(&mut command);
+        let address = listening.remove("public").expect("a public listener");
+        let admin = listening.remove("admin").expect("an admin listener");
         let service = RunningService { address, admin, data, child };
         service.wait_until_the_fixtures_are_served();
         service
@@ -328,14 +350,16 @@ impl RunningService {
 
     fn wait_until_the_fixtures_are_served(&self) {
         let started = Instant::now();
-        loop {
-            assert!(started.elapsed() < Duration::from_secs(60), "the service did not come up");
-            if std::net::TcpStream::connect(&self.address).is_ok() {
-                let (status, _, body) = http(&self.address, "GET", &format!("{BASE_PATH}/sandbox/fixtures"), &[], "");
-                let parsed: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
-                if status == 200 && parsed["count"].as_u64() == Some(28) {
-                    return;
-                }
+        for attempt in 0_u32.. {
+            assert!(started.elapsed() < Duration::from_secs(60), "the service did not serve the fixtures");
+            // Behind a trusted proxy each attempt counts as a client of its
+            // own, so that the waiting spends no test's quota.
+            let forwarded = format!("203.0.{}.{}", attempt >> 8 & 255, attempt & 255);
+            let headers = [("x-forwarded-for", forwarded.as_str())];
+            let (status, _, body) = http(&self.address, "GET", &format!("{BASE_PATH}/sandbox/fixtures"), &headers, "");
+            let parsed: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+            if status == 200 && parsed["count"].as_u64() == Some(28) {
+                return;
             }
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -370,6 +394,11 @@ impl RunningService {
         registered["apiKey"].as_str().expect("key").to_owned()
     }
 
+    /// The process id, to read its resource use.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// SIGTERM, then the exit status.
     pub fn stop(mut self) -> std::process::ExitStatus {
         let killed = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status().expect("kill");
@@ -389,18 +418,43 @@ impl Drop for RunningService {
 pub const ALL_SCOPES: [&str; 6] =
     ["rights:read", "rights:verify", "licenses:read", "metadata:read", "bulk:read", "evidence:read"];
 
-/// Issues a production key through the operator command. A running service
-/// picks up new keys on its next reload of the key store (every few seconds),
-/// so tests issue theirs before it starts.
+/// Issues a production key through the operator command, on the store in `data`.
 pub fn issue_production_key(data: &Path, scopes: &[&str], rate_limit: u32) -> String {
+    issue_production_key_with_id(data, scopes, rate_limit).0
+}
+
+/// [`issue_production_key`], with the key's id (from what the command tells the operator).
+pub fn issue_production_key_with_id(data: &Path, scopes: &[&str], rate_limit: u32) -> (String, String) {
     let output = Command::new(binary("query-api"))
         .arg("keys")
         .arg("--data-dir")
         .arg(data)
         .args(["issue", "--partner", "End-to-end tests", "--rate-limit", &rate_limit.to_string()])
         .args(["--scopes", &scopes.join(",")])
+        .env("RUST_LOG", "warn")
         .output()
         .expect("query-api keys issue runs");
+    let told = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{told}");
+    let key = String::from_utf8(output.stdout).expect("utf-8").lines().next().expect("the key").trim().to_owned();
+    let key_id = told
+        .split_whitespace()
+        .skip_while(|word| *word != "issued")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no key id in {told:?}"))
+        .to_owned();
+    (key, key_id)
+}
+
+/// Revokes a production key through the operator command, on the store in `data`.
+pub fn revoke_production_key(data: &Path, key_id: &str) {
+    let output = Command::new(binary("query-api"))
+        .arg("keys")
+        .arg("--data-dir")
+        .arg(data)
+        .args(["revoke", key_id])
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("query-api keys revoke runs");
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    String::from_utf8(output.stdout).expect("utf-8").lines().next().expect("the key").trim().to_owned()
 }

@@ -11,11 +11,11 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use end_to_end_tests::kafka::{
-    Broker, KillOnDrop, create_topics, kafka_projector_command, kafka_projector_command_with_admin, list_dead_letters,
-    metric, produce_single_object, project_until_caught_up, wait_for_port, wait_until_caught_up,
+    Broker, KillOnDrop, create_topics, kafka_projector_command, list_dead_letters, metric, produce_single_object,
+    project_until_caught_up, wait_until_caught_up,
 };
 use end_to_end_tests::{
-    ProjectedStream, assert_same_documents, dump_documents, free_port, generate_and_project, http, sigkill_after,
+    ProjectedStream, assert_same_documents, dump_documents, generate_and_project, http, sigkill_after, spawn_listening,
     summary_of,
 };
 use projector::generate::Random;
@@ -80,17 +80,12 @@ fn an_absent_broker_gives_readiness_false_and_projection_resumes_when_it_comes()
     broker.kill();
 
     let data = directory.path().join("data");
-    let admin_port = free_port();
     let published = directory.path().join("published-schemas");
-    let admin = format!("127.0.0.1:{admin_port}");
-    let mut projector = kafka_projector_command_with_admin(&broker, &data, "projector", "", &admin);
+    let mut projector = kafka_projector_command(&broker, &data, "projector", "");
     projector.arg("--writer-schema-dir").arg(&published).stderr(Stdio::null());
-    let mut child = projector.spawn().expect("starts");
-    wait_for_port(admin_port, Duration::from_secs(30));
-    std::thread::sleep(Duration::from_secs(2));
-    let (status, _, body) = http(&admin, "GET", "/readyz", &[], "");
-    assert_eq!(status, 503, "not ready without a broker: {body}");
-    assert!(body.contains("Kafka broker is not reachable"), "{body}");
+    let (mut child, mut listening, _) = spawn_listening(&mut projector);
+    let admin = listening.remove("admin").expect("an admin listener");
+    wait_until_not_ready_for_the_broker(&admin);
     assert!(child.try_wait().expect("wait").is_none(), "no broker is no reason to exit");
 
     broker.restart();
@@ -101,22 +96,28 @@ fn an_absent_broker_gives_readiness_false_and_projection_resumes_when_it_comes()
 
     // The broker goes away while the projector runs: readiness turns false, the process stays up.
     broker.kill();
+    wait_until_not_ready_for_the_broker(&admin);
     let started = Instant::now();
-    loop {
-        let (status, _, body) = http(&admin, "GET", "/readyz", &[], "");
-        if status == 503 {
-            assert!(body.contains("Kafka broker is not reachable"), "{body}");
-            break;
-        }
-        assert!(started.elapsed() < Duration::from_secs(60), "readiness stayed true without a broker");
-        std::thread::sleep(Duration::from_millis(200));
+    while metric(&admin, "lcc_projector_source_up") != 0 {
+        assert!(started.elapsed() < Duration::from_secs(60), "the source stayed up without a broker");
+        std::thread::sleep(Duration::from_millis(100));
     }
-    std::thread::sleep(Duration::from_secs(2));
     assert!(child.try_wait().expect("wait").is_none(), "a lost broker is no reason to exit");
-    let (_, _, metrics) = http(&admin, "GET", "/metrics", &[], "");
-    assert!(metrics.contains("lcc_projector_source_up 0"), "{metrics}");
     child.kill().expect("stop");
     child.wait().expect("reaped");
+}
+
+/// Waits until the projector at `admin` says it is not ready because the broker is not reachable.
+fn wait_until_not_ready_for_the_broker(admin: &str) {
+    let started = Instant::now();
+    loop {
+        let (status, _, body) = http(admin, "GET", "/readyz", &[], "");
+        if status == 503 && body.contains("Kafka broker is not reachable") {
+            return;
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "still no readiness failure for the broker: {body}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 #[test]
@@ -134,12 +135,11 @@ fn a_broker_killed_mid_stream_and_restarted_with_its_topics_loses_no_event() {
     produce_single_object(&broker, &first_half, &published, true);
 
     let data = directory.path().join("data");
-    let admin_port = free_port();
-    let admin = format!("127.0.0.1:{admin_port}");
-    let mut projector = kafka_projector_command_with_admin(&broker, &data, "projector", "", &admin);
+    let mut projector = kafka_projector_command(&broker, &data, "projector", "");
     projector.arg("--writer-schema-dir").arg(&published).stderr(Stdio::null());
-    let _projector = KillOnDrop(projector.spawn().expect("starts"));
-    wait_for_port(admin_port, Duration::from_secs(30));
+    let (child, mut listening, _) = spawn_listening(&mut projector);
+    let _projector = KillOnDrop(child);
+    let admin = listening.remove("admin").expect("an admin listener");
     let started = Instant::now();
     while events_committed(&admin, "applied") == 0 {
         assert!(started.elapsed() < Duration::from_secs(60), "the projector committed nothing");

@@ -19,9 +19,11 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use end_to_end_tests::kafka::{
-    Broker, KillOnDrop, create_topics, kafka_projector_command_with_admin, metric, produce_single_object, wait_for_port,
+    Broker, KillOnDrop, create_topics, kafka_projector_command, metric, produce_single_object,
 };
-use end_to_end_tests::{ProjectedStream, assert_same_documents, dump_documents, free_port, generate_and_project, http};
+use end_to_end_tests::{
+    ProjectedStream, assert_same_documents, dump_documents, generate_and_project, http, spawn_listening,
+};
 
 const PARTITIONS: usize = 4;
 const TOPICS: usize = 6;
@@ -76,15 +78,13 @@ fn projectors_split_the_partitions_and_a_killed_members_partitions_resume_from_t
     produce_single_object(&broker, &events, &published, true);
 
     let data = directory.path().join("shared-store");
-    let start = |port: u16| {
-        let admin = format!("127.0.0.1:{port}");
-        let mut command = kafka_projector_command_with_admin(&broker, &data, "projectors", "", &admin);
+    let start = || {
+        let mut command = kafka_projector_command(&broker, &data, "projectors", "");
         command.arg("--writer-schema-dir").arg(&published).stderr(Stdio::null());
-        let child = KillOnDrop(command.spawn().expect("projector starts"));
-        wait_for_port(port, Duration::from_secs(30));
-        (child, admin)
+        let (child, mut listening, _) = spawn_listening(&mut command);
+        (KillOnDrop(child), listening.remove("admin").expect("an admin listener"))
     };
-    let mut members = [start(free_port()), start(free_port())];
+    let mut members = [start(), start()];
     let admins = [members[0].1.clone(), members[1].1.clone()];
 
     // Either member may be assigned every partition first and catch up on

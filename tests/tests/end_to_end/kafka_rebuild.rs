@@ -10,11 +10,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use end_to_end_tests::kafka::{
-    Broker, KillOnDrop, create_topics, kafka_projector_command_with_admin, produce_single_object, wait_for_port,
-    wait_until_caught_up,
+    Broker, KillOnDrop, create_topics, kafka_projector_command, produce_single_object, wait_until_caught_up,
 };
 use end_to_end_tests::{
-    BASE_PATH, assert_same_documents, binary, dump_documents, dump_model_version, free_port, http, issue_production_key,
+    BASE_PATH, assert_same_documents, binary, dump_documents, dump_model_version, http, issue_production_key,
+    spawn_listening,
 };
 use projector::generate::{GenerateOptions, generate};
 
@@ -43,27 +43,20 @@ fn a_rebuild_is_activated_under_load_without_a_failed_request_and_the_old_versio
     produce_single_object(&broker, &events, &published, true);
     // The live projector follows the topics into version 1 (the first, so active).
     let data = directory.path().join("data");
-    let live_admin = format!("127.0.0.1:{}", free_port());
-    let mut live = kafka_projector_command_with_admin(&broker, &data, "live", "", &live_admin);
+    let mut live = kafka_projector_command(&broker, &data, "live", "");
     live.arg("--writer-schema-dir").arg(&published).stderr(Stdio::null());
-    let mut live = KillOnDrop(live.spawn().expect("live projector starts"));
+    let (live, mut listening, _) = spawn_listening(&mut live);
+    let mut live = KillOnDrop(live);
+    let live_admin = listening.remove("admin").expect("an admin listener");
 
     // The query API serves whatever version is active.
     let key = issue_production_key(&data, &["rights:read"], 1_000_000);
-    let port = free_port();
-    let address = format!("127.0.0.1:{port}");
-    let _api = KillOnDrop(
-        Command::new(binary("query-api"))
-            .arg("serve")
-            .arg("--data-dir")
-            .arg(&data)
-            .args(["--listen", &address, "--admin-listen", &format!("127.0.0.1:{}", free_port())])
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("query-api starts"),
-    );
-    wait_for_port(port, Duration::from_secs(30));
+    let mut api = Command::new(binary("query-api"));
+    api.arg("serve").arg("--data-dir").arg(&data);
+    api.args(["--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"]).env("RUST_LOG", "warn");
+    let (api, mut listening, _) = spawn_listening(&mut api);
+    let _api = KillOnDrop(api);
+    let address = listening.remove("public").expect("a public listener");
     wait_until_caught_up(&live_admin, 12);
     let path = format!("{BASE_PATH}/rights/LCC-0000000007");
     let started = Instant::now();
@@ -118,21 +111,27 @@ fn a_rebuild_is_activated_under_load_without_a_failed_request_and_the_old_versio
             }
         })
     };
-    std::thread::sleep(Duration::from_millis(500));
+    let more_requests = |count: u64| {
+        let (target, started) = (requests.load(Ordering::Relaxed) + count, Instant::now());
+        while requests.load(Ordering::Relaxed) < target {
+            assert!(started.elapsed() < Duration::from_secs(60), "the load stopped");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
+    more_requests(20);
     assert!(projector(&["activate", "2"], &data).contains("model version 2 is active"));
-    std::thread::sleep(Duration::from_millis(1_500));
+    more_requests(50);
 
     // The rebuild is now the live version; the old live projector stops and version 1 goes.
     Command::new("kill").args(["-TERM", &live.0.id().to_string()]).status().expect("kill runs");
     assert!(live.0.wait().expect("exits").success(), "SIGTERM gives exit 0");
     assert!(projector(&["drop", "1"], &data).contains("model version 1 dropped"));
     assert!(!data.join("model-v1.sqlite").exists(), "version 1's file is gone");
-    std::thread::sleep(Duration::from_millis(500));
+    more_requests(20);
     stop.store(true, Ordering::Relaxed);
     load.join().expect("load thread");
     let (status, _, body) = http(&address, "GET", &path, &[("x-api-key", &key)], "");
     assert_eq!((status, body), (200, served_by_v1), "version 2 serves the same document with version 1 gone");
-    assert!(requests.load(Ordering::Relaxed) > 50, "the switch happened under load");
     assert_eq!(failures.load(Ordering::Relaxed), 0, "no request failed during the switch");
 
     // Version 2 holds what a clean file projection of the events gives.
