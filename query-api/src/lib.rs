@@ -2,7 +2,7 @@
 //!
 //! It owns HTTP: routing ([`routes`]), access (keys, scopes and sandbox rules
 //! in [`app`] and [`keys`]), rate limits ([`rate_limit`]) and the error
-//! boundary ([`errors`]). It reads documents through
+//! boundary ([`errors`]), and a span per request ([`request_tracing`]). It reads documents through
 //! `read_model::DocumentReads` only, and never decodes Avro or writes
 //! documents; the only thing it writes is operator-issued production keys.
 
@@ -12,5 +12,6 @@ pub mod errors;
 pub mod keys;
 pub mod metrics;
 pub mod rate_limit;
+pub mod request_tracing;
 pub mod routes;
 pub mod server;

@@ -190,3 +190,26 @@ async fn behind_a_trusted_proxy_anonymous_limits_count_per_forwarded_client() {
     }
     assert_eq!(fixtures_for(direct, "203.0.113.9").await, StatusCode::TOO_MANY_REQUESTS);
 }
+
+#[tokio::test]
+async fn every_answer_carries_a_request_id_taken_from_the_request_when_well_formed() {
+    let service = Service::start().await;
+    let request_id = |response: &axum::response::Response| {
+        response.headers().get("x-request-id").and_then(|value| value.to_str().ok()).map(str::to_owned)
+    };
+    let (_, _, first) = service.get("/rights/SANDBOX-LCC-0001", Some(&service.full_key)).await;
+    let (_, _, second) = service.get("/rights/SANDBOX-LCC-0001", None).await;
+    let (first, second) = (request_id(&first).expect("an id"), request_id(&second).expect("an id on a 401 too"));
+    assert_ne!(first, second, "made ids are distinct");
+
+    for (sent, kept) in [("proxy-7f3a-0001", true), ("two words", false), ("", false)] {
+        let request = Request::get(format!("{BASE}/sandbox/fixtures"))
+            .header("x-request-id", sent)
+            .body(Body::empty())
+            .expect("request");
+        let answered = request_id(&service.send(request).await).expect("an id");
+        assert_eq!(answered == sent, kept, "sent {sent:?}, answered {answered:?}");
+    }
+    let unknown = service.send(Request::get("/nowhere").body(Body::empty()).expect("request")).await;
+    assert!(request_id(&unknown).is_some(), "an unknown route has an id too");
+}

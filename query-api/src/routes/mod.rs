@@ -71,6 +71,7 @@ pub fn router(app: Arc<App>) -> Router {
         .fallback(unknown_route)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(axum::middleware::from_fn_with_state(metrics, crate::metrics::track))
+        .layer(axum::middleware::from_fn(crate::request_tracing::trace))
         .with_state(app)
 }
 

@@ -68,7 +68,8 @@ evidence packages.\n\nSend your key in the `x-api-key` header. Each operation na
 lists them with the scenario each demonstrates. Responses of the sandbox and of production have the same shapes.\n\n\
 Every limited response carries `X-RateLimit-Limit`, `X-RateLimit-Remaining` and `X-RateLimit-Reset` (whole seconds \
 until the quota is fully restored); over the limit the answer is 429 with `Retry-After`. Every failure is an RFC 9457 \
-`application/problem+json` body with a stable `code`."
+`application/problem+json` body with a stable `code`. Every answer carries `x-request-id`: the one the request \
+carried, when well formed, or a new one; quote it when you report a problem."
     ),
     tags(
         (name = "Rights", description = "Rights profiles, verification and evidence packages of works."),
@@ -128,7 +129,7 @@ pub fn complete(paths: utoipa::openapi::OpenApi, settings: &Settings) -> utoipa:
     for item in document.paths.paths.values_mut() {
         for operation in [&mut item.get, &mut item.post].into_iter().flatten() {
             add_common_responses(operation);
-            add_rate_limit_headers(operation);
+            add_response_headers(operation);
             limit_bulk_page_size(operation, settings.bulk_max_limit);
             if let Some(example) = operation.operation_id.as_ref().and_then(|id| examples.get(id)) {
                 add_example(operation, example);
@@ -187,14 +188,20 @@ fn integer_header(description: &str) -> Header {
     header
 }
 
-/// The quota headers, on every answer that went through the limiter (all but 401).
-fn add_rate_limit_headers(operation: &mut Operation) {
+/// The request id on every answer, and the quota headers on every answer
+/// that went through the limiter (all but 401).
+fn add_response_headers(operation: &mut Operation) {
     for (status, response) in &mut operation.responses.responses {
         let RefOr::T(response) = response else { continue };
+        let headers = &mut response.headers;
+        let mut request_id = Header::new(RefOr::T(Schema::Object(
+            ObjectBuilder::new().schema_type(Type::String).min_length(Some(1)).max_length(Some(128)).build(),
+        )));
+        request_id.description = Some("The request's id: the one it carried, when well formed, or a new one.".into());
+        headers.insert("x-request-id".into(), request_id);
         if status == "401" {
             continue;
         }
-        let headers = &mut response.headers;
         headers.insert("X-RateLimit-Limit".into(), integer_header("Requests allowed per minute."));
         headers.insert("X-RateLimit-Remaining".into(), integer_header("Requests left in the current window."));
         headers.insert("X-RateLimit-Reset".into(), integer_header("Whole seconds until the quota is fully restored."));

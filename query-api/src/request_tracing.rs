@@ -1,0 +1,91 @@
+//! A span per request, named by a request id that the answer carries in
+//! `x-request-id`: taken from the request when a proxy (or the caller) set a
+//! well-formed one, so one id follows a request through the balancer's log
+//! and ours; otherwise made here, unique across replicas.
+//!
+//! Whatever the handlers log happens inside the span, so an error names the
+//! request it belongs to. The span records the method, the route template
+//! and the status, never a header, a query string or a body: those may hold
+//! keys or personal data.
+
+use std::sync::LazyLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use axum::extract::{MatchedPath, Request};
+use axum::http::{HeaderName, HeaderValue};
+use axum::middleware::Next;
+use axum::response::Response;
+use tracing::Instrument;
+
+pub const REQUEST_ID_HEADER: HeaderName = HeaderName::from_static("x-request-id");
+
+/// The longest request id taken from a request; a longer one is replaced.
+const MAX_REQUEST_ID_LENGTH: usize = 128;
+
+/// Middleware of the public router: runs the request inside its span and
+/// returns its id.
+pub async fn trace(request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let request_id = request
+        .headers()
+        .get(&REQUEST_ID_HEADER)
+        .filter(|value| is_well_formed(value.as_bytes()))
+        .cloned()
+        .unwrap_or_else(new_request_id);
+    let route = request.extensions().get::<MatchedPath>().map_or("unmatched", MatchedPath::as_str).to_owned();
+    let span = tracing::info_span!(
+        "request",
+        request_id = request_id.to_str().unwrap_or_default(),
+        method = %request.method(),
+        route,
+        status = tracing::field::Empty,
+    );
+    let mut response = next.run(request).instrument(span.clone()).await;
+    span.record("status", response.status().as_u16());
+    span.in_scope(|| {
+        tracing::debug!(elapsed_us = started.elapsed().as_micros() as u64, "answered");
+    });
+    response.headers_mut().insert(REQUEST_ID_HEADER, request_id);
+    response
+}
+
+/// Visible ASCII without spaces, at most [`MAX_REQUEST_ID_LENGTH`] bytes: what a log line can carry safely.
+fn is_well_formed(id: &[u8]) -> bool {
+    !id.is_empty() && id.len() <= MAX_REQUEST_ID_LENGTH && id.iter().all(|byte| byte.is_ascii_graphic())
+}
+
+/// A random per-process prefix and a counter: unique across replicas and
+/// restarts without a random draw per request.
+fn new_request_id() -> HeaderValue {
+    static PREFIX: LazyLock<String> = LazyLock::new(|| {
+        crate::keys::random_bytes::<6>().map(|bytes| crate::keys::hex(&bytes)).unwrap_or_else(|_| {
+            let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+            format!("{:012x}", nanos.as_nanos() as u64 & 0xffff_ffff_ffff)
+        })
+    });
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let id = format!("{}-{:010x}", *PREFIX, COUNTER.fetch_add(1, Ordering::Relaxed));
+    HeaderValue::from_str(&id).unwrap_or_else(|_| HeaderValue::from_static("unknown"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_short_visible_ascii_ids_are_taken_from_requests() {
+        assert!(is_well_formed(b"f3b2c1d0-7a6b-4c5d-8e9f-0a1b2c3d4e5f"));
+        assert!(!is_well_formed(b""));
+        assert!(!is_well_formed(b"two words"));
+        assert!(!is_well_formed("caf\u{e9}".as_bytes()));
+        assert!(!is_well_formed(&[b'a'; MAX_REQUEST_ID_LENGTH + 1]));
+    }
+
+    #[test]
+    fn made_ids_are_distinct_and_well_formed() {
+        let (first, second) = (new_request_id(), new_request_id());
+        assert_ne!(first, second);
+        assert!(is_well_formed(first.as_bytes()), "{first:?}");
+    }
+}
