@@ -102,7 +102,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         tokio::spawn(query_api::server::run_admin(admin, Arc::clone(&app), wait_for_stop(stopped.clone())));
     let server = tokio::spawn(query_api::server::run(listener, app, wait_for_stop(stopped)));
 
-    query_api::server::shutdown_signal().await;
+    telemetry::shutdown::signal().await;
     tracing::info!("stopping");
     let _ = stop.send(true);
     server.await.context("the server task failed")?.context("the server failed")?;

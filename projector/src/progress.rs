@@ -13,10 +13,12 @@ use std::time::{Duration, Instant};
 use read_model::Checkpoint;
 use read_model::calendar::Timestamp;
 
+use crate::source::Partition;
+
 /// The progress of every partition this instance has held.
 #[derive(Debug)]
 pub struct PartitionBoard {
-    partitions: Mutex<HashMap<(String, i32), PartitionProgress>>,
+    partitions: Mutex<HashMap<Partition, PartitionProgress>>,
     /// A partition with lag and no progress for this long is stalled.
     stall_after: Duration,
 }
@@ -54,20 +56,20 @@ impl PartitionBoard {
         PartitionBoard { partitions: Mutex::new(HashMap::new()), stall_after }
     }
 
-    fn with<T>(&self, change: impl FnOnce(&mut HashMap<(String, i32), PartitionProgress>) -> T) -> T {
+    fn with<T>(&self, change: impl FnOnce(&mut HashMap<Partition, PartitionProgress>) -> T) -> T {
         let mut partitions = self.partitions.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         change(&mut partitions)
     }
 
     /// The partitions now assigned, with the offsets they start from; every other partition is released.
-    pub fn assigned(&self, assignment: &[(String, i32, i64)]) {
+    pub fn assigned(&self, assignment: &[(Partition, i64)]) {
         let now = Instant::now();
         self.with(|partitions| {
             for progress in partitions.values_mut() {
                 progress.assigned = false;
             }
-            for (topic, partition, next_offset) in assignment {
-                let progress = partitions.entry((topic.clone(), *partition)).or_insert(PartitionProgress {
+            for (partition, next_offset) in assignment {
+                let progress = partitions.entry(partition.clone()).or_insert(PartitionProgress {
                     assigned: true,
                     high_watermark: None,
                     next_offset: *next_offset,
@@ -82,20 +84,20 @@ impl PartitionBoard {
     }
 
     /// The broker's high watermark of a partition.
-    pub fn high_watermark(&self, topic: &str, partition: i32, high_watermark: i64) {
+    pub fn high_watermark(&self, partition: &Partition, high_watermark: i64) {
         self.with(|partitions| {
-            if let Some(progress) = partitions.get_mut(&(topic.to_owned(), partition)) {
+            if let Some(progress) = partitions.get_mut(partition) {
                 progress.high_watermark = Some(high_watermark);
             }
         });
     }
 
     /// A batch committed: its checkpoints and the recorded-at times of its last events.
-    pub fn applied(&self, checkpoints: &[Checkpoint], last_recorded_at: &[(String, i32, Timestamp)]) {
+    pub fn applied(&self, checkpoints: &[Checkpoint], last_recorded_at: &[(Partition, Timestamp)]) {
         let now = Instant::now();
         self.with(|partitions| {
             for checkpoint in checkpoints {
-                if let Some(progress) = partitions.get_mut(&(checkpoint.stream.clone(), checkpoint.partition))
+                if let Some(progress) = partitions.get_mut(&Partition::of_checkpoint(checkpoint))
                     && checkpoint.next_offset > progress.next_offset
                 {
                     progress.next_offset = checkpoint.next_offset;
@@ -104,8 +106,8 @@ impl PartitionBoard {
                     progress.high_watermark = progress.high_watermark.map(|high| high.max(checkpoint.next_offset));
                 }
             }
-            for (topic, partition, at) in last_recorded_at {
-                if let Some(progress) = partitions.get_mut(&(topic.clone(), *partition)) {
+            for (partition, at) in last_recorded_at {
+                if let Some(progress) = partitions.get_mut(partition) {
                     progress.last_recorded_at = Some(*at);
                 }
             }
@@ -120,15 +122,15 @@ impl PartitionBoard {
             partitions
                 .iter()
                 .filter(|(_, progress)| progress.assigned)
-                .map(|((topic, partition), progress)| {
+                .map(|(partition, progress)| {
                     let lag_messages = progress.high_watermark.map(|high| (high - progress.next_offset).max(0));
                     let lag_seconds = match (lag_messages, progress.last_recorded_at) {
                         (Some(pending), Some(at)) if pending > 0 => ((now_millis - at.0) as f64 / 1_000.0).max(0.0),
                         _ => 0.0,
                     };
                     PartitionReport {
-                        topic: topic.clone(),
-                        partition: *partition,
+                        topic: partition.stream.clone(),
+                        partition: partition.number,
                         lag_messages,
                         lag_seconds,
                         stalled: lag_messages.is_some_and(|pending| pending > 0)
@@ -152,7 +154,7 @@ impl PartitionBoard {
     /// to the projection loop (`handed_over`: the next offset per partition),
     /// all the broker holds (as last seen). The loop may still be writing
     /// what it was handed, or holding it back while rendering is deferred.
-    pub fn caught_up_with(&self, handed_over: &HashMap<(String, i32), i64>) -> bool {
+    pub fn caught_up_with(&self, handed_over: &HashMap<Partition, i64>) -> bool {
         self.with(|partitions| {
             let mut assigned = partitions.iter().filter(|(_, progress)| progress.assigned).peekable();
             assigned.peek().is_some()
@@ -169,6 +171,10 @@ impl PartitionBoard {
 mod tests {
     use super::*;
 
+    fn works(number: i32) -> Partition {
+        Partition::new("works", number)
+    }
+
     fn checkpoint(partition: i32, next_offset: i64) -> Checkpoint {
         Checkpoint { source: "kafka:".into(), stream: "works".into(), partition, next_offset }
     }
@@ -176,11 +182,11 @@ mod tests {
     #[test]
     fn lag_is_the_high_watermark_minus_the_applied_offset_and_seconds_follow_the_last_event() {
         let board = PartitionBoard::new(Duration::from_secs(60));
-        board.assigned(&[("works".into(), 0, 10), ("works".into(), 1, 0)]);
-        board.high_watermark("works", 0, 25);
-        board.high_watermark("works", 1, 0);
+        board.assigned(&[(works(0), 10), (works(1), 0)]);
+        board.high_watermark(&works(0), 25);
+        board.high_watermark(&works(1), 0);
         let ten_seconds_ago = Timestamp(Timestamp::now().0 - 10_000);
-        board.applied(&[checkpoint(0, 20)], &[("works".into(), 0, ten_seconds_ago)]);
+        board.applied(&[checkpoint(0, 20)], &[(works(0), ten_seconds_ago)]);
         let reports = board.report();
         assert_eq!(reports.len(), 2);
         assert_eq!(reports[0].lag_messages, Some(5));
@@ -195,23 +201,23 @@ mod tests {
     #[test]
     fn a_partition_with_lag_and_no_progress_is_stalled_and_a_released_one_is_not_reported() {
         let board = PartitionBoard::new(Duration::ZERO);
-        board.assigned(&[("works".into(), 0, 0), ("works".into(), 1, 0)]);
-        board.high_watermark("works", 0, 3);
+        board.assigned(&[(works(0), 0), (works(1), 0)]);
+        board.high_watermark(&works(0), 3);
         assert!(board.report()[0].stalled);
         assert!(!board.report()[1].stalled, "no lag, no stall");
-        board.assigned(&[("works".into(), 1, 0)]);
+        board.assigned(&[(works(1), 0)]);
         assert_eq!(board.report().iter().map(|report| report.partition).collect::<Vec<_>>(), [1]);
     }
 
     #[test]
     fn offsets_handed_to_the_loop_count_as_caught_up_before_the_store_has_them() {
         let board = PartitionBoard::new(Duration::from_secs(60));
-        board.assigned(&[("works".into(), 0, 0), ("works".into(), 1, 4)]);
-        board.high_watermark("works", 0, 10);
-        board.high_watermark("works", 1, 4);
-        let mut handed = HashMap::from([(("works".to_owned(), 0), 9)]);
+        board.assigned(&[(works(0), 0), (works(1), 4)]);
+        board.high_watermark(&works(0), 10);
+        board.high_watermark(&works(1), 4);
+        let mut handed = HashMap::from([(works(0), 9)]);
         assert!(!board.caught_up_with(&handed), "one message not handed over yet");
-        handed.insert(("works".to_owned(), 0), 10);
+        handed.insert(works(0), 10);
         assert!(board.caught_up_with(&handed), "partition 1 has applied all it holds");
         assert!(!board.caught_up(), "the store has not applied partition 0");
         board.assigned(&[]);
@@ -222,7 +228,7 @@ mod tests {
     fn neither_nothing_assigned_nor_an_unknown_watermark_is_caught_up() {
         let board = PartitionBoard::new(Duration::from_secs(60));
         assert!(!board.caught_up());
-        board.assigned(&[("works".into(), 0, 0)]);
+        board.assigned(&[(works(0), 0)]);
         assert!(!board.caught_up());
         assert_eq!(board.report()[0].lag_messages, None, "unknown, not zero");
     }

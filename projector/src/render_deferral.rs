@@ -22,6 +22,7 @@ use read_model::Checkpoint;
 use read_model::calendar::Timestamp;
 
 use crate::projection::batch::{BatchOutcome, DocumentsToRender};
+use crate::source::Partition;
 
 /// How far rendering may be deferred.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,8 +52,8 @@ impl RenderDeferral {
 #[derive(Debug, Default)]
 pub struct DeferredRenders {
     documents: DocumentsToRender,
-    checkpoints: BTreeMap<(String, i32), Checkpoint>,
-    last_recorded_at: BTreeMap<(String, i32), Timestamp>,
+    checkpoints: BTreeMap<Partition, Checkpoint>,
+    last_recorded_at: BTreeMap<Partition, Timestamp>,
     /// When the first batch deferred its rendering.
     since: Option<Instant>,
 }
@@ -76,16 +77,11 @@ impl DeferredRenders {
     }
 
     /// Takes over what a deferred batch left.
-    pub fn hold(
-        &mut self,
-        outcome: &mut BatchOutcome,
-        last_recorded_at: &[(String, i32, Timestamp)],
-        started: Instant,
-    ) {
+    pub fn hold(&mut self, outcome: &mut BatchOutcome, last_recorded_at: &[(Partition, Timestamp)], started: Instant) {
         self.since.get_or_insert(started);
         self.documents.merge(std::mem::take(&mut outcome.deferred));
         for checkpoint in outcome.held_checkpoints.drain(..) {
-            let key = (checkpoint.stream.clone(), checkpoint.partition);
+            let key = Partition::of_checkpoint(&checkpoint);
             match self.checkpoints.get(&key) {
                 Some(held) if held.next_offset >= checkpoint.next_offset => {}
                 _ => {
@@ -93,8 +89,8 @@ impl DeferredRenders {
                 }
             }
         }
-        for (stream, partition, at) in last_recorded_at {
-            self.last_recorded_at.insert((stream.clone(), *partition), *at);
+        for (partition, at) in last_recorded_at {
+            self.last_recorded_at.insert(partition.clone(), *at);
         }
     }
 
@@ -122,10 +118,7 @@ impl DeferredRenders {
     pub fn release(&mut self) -> Released {
         let released = Released {
             checkpoints: std::mem::take(&mut self.checkpoints).into_values().collect(),
-            last_recorded_at: std::mem::take(&mut self.last_recorded_at)
-                .into_iter()
-                .map(|((stream, partition), at)| (stream, partition, at))
-                .collect(),
+            last_recorded_at: std::mem::take(&mut self.last_recorded_at).into_iter().collect(),
             since: self.since.take(),
         };
         self.documents = DocumentsToRender::default();
@@ -137,7 +130,7 @@ impl DeferredRenders {
 #[derive(Debug)]
 pub struct Released {
     pub checkpoints: Vec<Checkpoint>,
-    pub last_recorded_at: Vec<(String, i32, Timestamp)>,
+    pub last_recorded_at: Vec<(Partition, Timestamp)>,
     pub since: Option<Instant>,
 }
 

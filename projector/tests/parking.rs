@@ -8,11 +8,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use projector::contract::{Contract, Topic};
-use projector::dead_letter::DeadLetterFile;
+use projector::dead_letter::{DeadLetterFile, DeadLetterSink, ParkedEvent};
 use projector::generate::world::{Draft, Payload};
 use projector::render_deferral::RenderDeferral;
-use projector::runner::{DeadLetterSink, NoObserver, ParkedEvent, RunOptions, run, start_file_feed};
-use projector::source::file::FileSource;
+use projector::runner::{NoObserver, RunOptions, run};
+use projector::source::file::{FileSource, start_file_feed};
 use read_model::calendar::Timestamp;
 use read_model::{ModelVersion, ProjectionWrites, Store};
 use support::{Projection, T0, party, published, work};
@@ -84,7 +84,9 @@ async fn project_with_poison(render_deferral: RenderDeferral) -> (Vec<Call>, u64
     };
     let store: Arc<dyn Store> = Arc::new(projection.store.clone());
     let version = ModelVersion(1);
-    let feed = start_file_feed(store.as_ref(), version, source, &options).await.expect("feed");
+    let feed = start_file_feed(store.as_ref(), version, source, options.batch_size, options.poll_interval)
+        .await
+        .expect("feed");
     let totals = run(Arc::clone(&store), version, feed, Box::new(sink), Arc::new(NoObserver), options, async {
         std::future::pending::<()>().await;
     })

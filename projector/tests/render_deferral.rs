@@ -14,9 +14,10 @@ use projector::dead_letter::DeadLetterFile;
 use projector::generate::world::{Draft, Payload};
 use projector::projection::batch::{Rendering, project_batch};
 use projector::render_deferral::RenderDeferral;
-use projector::runner::{NoObserver, RunOptions, SourceFeed, SourceMessage, run};
+use projector::runner::{NoObserver, RunOptions, run};
 use projector::source::SourcedEvent;
 use projector::source::file::FileSource;
+use projector::source::{SourceFeed, SourceMessage};
 use read_model::calendar::Timestamp;
 use read_model::documents::{BulkRow, RightType, RightsProfile};
 use read_model::{

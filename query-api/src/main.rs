@@ -133,7 +133,7 @@ async fn serve(arguments: ServeArguments) -> anyhow::Result<()> {
     let admin_server =
         tokio::spawn(query_api::server::run_admin(admin, Arc::clone(&app), wait_for_stop(stopped.clone())));
     let public_server = tokio::spawn(query_api::server::run(listener, app, wait_for_stop(stopped)));
-    query_api::server::shutdown_signal().await;
+    telemetry::shutdown::signal().await;
     let _ = stop.send(true);
     public_server.await.context("the server task failed")?.context("the server failed")?;
     admin_server.await.context("the admin task failed")?.context("the admin listener failed")

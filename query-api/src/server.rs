@@ -29,16 +29,3 @@ pub async fn run_admin(
     let admin = crate::metrics::admin_router(Arc::clone(&app.metrics), Arc::clone(&app.store));
     axum::serve(listener, admin).with_graceful_shutdown(shutdown).await
 }
-
-/// Resolves on SIGTERM (what container runtimes send) or Ctrl-C.
-pub async fn shutdown_signal() {
-    let interrupt = tokio::signal::ctrl_c();
-    let Ok(mut terminate) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) else {
-        let _ = interrupt.await;
-        return;
-    };
-    tokio::select! {
-        _ = interrupt => {}
-        _ = terminate.recv() => {}
-    }
-}

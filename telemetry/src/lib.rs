@@ -1,6 +1,6 @@
 //! What every binary of the service shares for operators: how it logs, the
-//! routes of its admin listener (`/metrics`, `/healthz`, `/readyz`), and the
-//! line that says where its listeners are bound.
+//! routes of its admin listener (`/metrics`, `/healthz`, `/readyz`), the
+//! line that says where its listeners are bound, and the signal to stop.
 //!
 //! Each binary decides what its metrics and its readiness are; this crate
 //! only gives them one shape, so an operator scrapes and probes the projector
@@ -9,3 +9,4 @@
 pub mod admin;
 pub mod listening;
 pub mod logging;
+pub mod shutdown;

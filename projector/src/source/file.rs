@@ -12,10 +12,15 @@ use std::fs::File;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
+use anyhow::Context;
 use apache_avro::Reader;
+use read_model::{ModelVersion, ProjectionWrites};
+use tokio::sync::mpsc;
 
-use super::{Position, Rejection, SourcedEvent, event_from_value};
+use super::{Position, Rejection, SourceFeed, SourceMessage, SourcedEvent, event_from_value};
 use crate::contract::{Contract, Topic};
 use crate::resolution::Resolver;
 
@@ -169,6 +174,81 @@ impl FileProgress {
             self.read_to_end.insert(name.clone(), length);
         }
         self.next_offsets.insert(name, next);
+    }
+}
+
+/// Starts the file reader thread: every file from its checkpoint in the
+/// store on, then (when following) new files as they appear.
+///
+/// `channel_capacity` events wait in the channel while the loop projects
+/// (a batch's worth); `poll_interval` is how often a following reader looks
+/// for new files.
+pub async fn start_file_feed(
+    store: &dyn ProjectionWrites,
+    version: ModelVersion,
+    source: FileSource,
+    channel_capacity: usize,
+    poll_interval: Duration,
+) -> anyhow::Result<SourceFeed> {
+    let checkpoints = store
+        .checkpoints(version, source.source_id())
+        .await
+        .context("failed to read checkpoints")?
+        .into_iter()
+        .map(|checkpoint| (checkpoint.stream, checkpoint.next_offset));
+    let progress = FileProgress::from_checkpoints(checkpoints);
+    let (sender, receiver) = mpsc::channel(channel_capacity.max(1));
+    let stop = Arc::new(AtomicBool::new(false));
+    let source_id = source.source_id().to_owned();
+    let reader_stop = Arc::clone(&stop);
+    let reader = std::thread::Builder::new()
+        .name("file-source".into())
+        .spawn(move || read_files(&source, progress, &sender, &reader_stop, poll_interval))
+        .context("failed to start the file reader")?;
+    Ok(SourceFeed { source_id, receiver, stop, reader })
+}
+
+/// The reader thread: reads every file from where the store left it, says
+/// when it has caught up, and (when following) looks again after `poll_interval`.
+fn read_files(
+    source: &FileSource,
+    mut progress: FileProgress,
+    sender: &mpsc::Sender<SourceMessage>,
+    stop: &AtomicBool,
+    poll_interval: Duration,
+) {
+    let stopped = || stop.load(Ordering::Relaxed);
+    let send = |message| !stopped() && sender.blocking_send(message).is_ok();
+    loop {
+        let files = match source.files() {
+            Ok(files) => files,
+            Err(error) => {
+                let _ = sender.blocking_send(SourceMessage::Failed(error.to_string()));
+                return;
+            }
+        };
+        for name in files {
+            let length = source.file_length(&name);
+            if !progress.may_have_more(&name, length) {
+                continue;
+            }
+            if stopped() {
+                return;
+            }
+            let mut open = true;
+            let next = source.read_file(&name, progress.next_offset(&name), &mut |event| {
+                open = send(SourceMessage::Event(event));
+                open
+            });
+            if !open {
+                return;
+            }
+            progress.read_to_end(name, length, next);
+        }
+        if !send(SourceMessage::CaughtUp) {
+            return;
+        }
+        std::thread::sleep(poll_interval);
     }
 }
 

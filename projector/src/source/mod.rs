@@ -1,22 +1,71 @@
 //! Event sources: where events come from, and the position of each event in
 //! its source, which becomes the checkpoint.
 //!
-//! A source only reads, decodes and validates; it never applies anything.
+//! A source reads, decodes and validates on a thread of its own and hands
+//! events to the projection loop through a [`SourceFeed`]; it never applies
+//! anything, and it must not know the loop or the store's write path.
 
 pub mod file;
 pub mod kafka;
 
-pub mod wire;
-
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 use apache_avro::types::Value;
+use read_model::Checkpoint;
+use tokio::sync::mpsc;
 
 use crate::contract::{Contract, Topic};
 use crate::events::Event;
 use crate::events::decode::decode_event;
 use crate::events::validate::validate;
 use crate::resolution::Resolver;
+
+/// One partition of one stream: a topic's partition, or a file (partition 0).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Partition {
+    /// A topic, or for the file source a file name.
+    pub stream: String,
+    pub number: i32,
+}
+
+impl Partition {
+    pub fn new(stream: impl Into<String>, number: i32) -> Partition {
+        Partition { stream: stream.into(), number }
+    }
+
+    /// The partition a checkpoint is for.
+    pub fn of_checkpoint(checkpoint: &Checkpoint) -> Partition {
+        Partition::new(checkpoint.stream.clone(), checkpoint.partition)
+    }
+}
+
+/// What a source hands to the projection loop, in order.
+// Events cross the channel by value: boxing each would cost an allocation per event.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub enum SourceMessage {
+    Event(SourcedEvent),
+    /// Everything the source holds now has been sent.
+    CaughtUp,
+    Failed(String),
+    /// Write everything sent before this message, then answer with the
+    /// store's checkpoints of this source. Sent when partitions are revoked
+    /// (so they are released fully written) and when partitions are assigned
+    /// (so they resume from the store, not from Kafka's committed offsets).
+    Barrier(std::sync::mpsc::SyncSender<Result<Vec<Checkpoint>, String>>),
+}
+
+/// A running source: its reader thread, the channel it sends on, and how to stop it.
+#[derive(Debug)]
+pub struct SourceFeed {
+    /// The id under which the source's checkpoints are stored.
+    pub source_id: String,
+    pub receiver: mpsc::Receiver<SourceMessage>,
+    /// Set to ask the reader to stop; it then ends and closes the channel.
+    pub stop: Arc<AtomicBool>,
+    pub reader: std::thread::JoinHandle<()>,
+}
 
 /// Where an event sits in its source.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -51,6 +100,13 @@ pub struct Rejection {
     pub event_id: Option<String>,
     pub event_type: Option<String>,
     pub aggregate_id: Option<String>,
+}
+
+impl Position {
+    /// The partition the event sits in.
+    pub fn partition(&self) -> Partition {
+        Partition::new(self.stream.clone(), self.partition)
+    }
 }
 
 impl Rejection {

@@ -9,6 +9,7 @@ use std::time::Duration;
 use end_to_end_tests::{require_external_tool, workspace_root};
 use projector::metrics::ProjectorMetrics;
 use projector::progress::PartitionBoard;
+use projector::source::Partition;
 use projector::source::kafka::consumer::ConsumerShared;
 
 #[test]
@@ -17,8 +18,8 @@ fn promtool_accepts_the_alert_rules_and_they_name_exported_metrics() {
     let text = std::fs::read_to_string(&rules).expect("rules file");
     // A consumer holding one partition with lag, so every partition series exists.
     let board = Arc::new(PartitionBoard::new(Duration::from_secs(60)));
-    board.assigned(&[("works".into(), 0, 0)]);
-    board.high_watermark("works", 0, 5);
+    board.assigned(&[(Partition::new("works", 0), 0)]);
+    board.high_watermark(&Partition::new("works", 0), 5);
     let consumer = ConsumerShared::new(board);
     let metrics = ProjectorMetrics::new(read_model::ModelVersion(1), false).expect("metrics").render(Some(&consumer));
     for name in [

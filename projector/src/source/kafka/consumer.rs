@@ -26,13 +26,13 @@ use rdkafka::{ClientContext, error::KafkaError};
 use read_model::Checkpoint;
 use tokio::sync::mpsc;
 
+use super::wire::{SchemaIds, WireDecoder, WireError};
 use super::{KafkaSettings, RETRY_CEILING};
 use crate::backoff::Backoff;
 use crate::contract::{Contract, Topic};
 use crate::progress::PartitionBoard;
-use crate::runner::{BatchObserver, CommittedBatch, SourceFeed, SourceMessage};
-use crate::source::wire::{SchemaIds, WireDecoder, WireError};
-use crate::source::{OriginalMessage, Position, SourcedEvent};
+use crate::runner::{BatchObserver, CommittedBatch};
+use crate::source::{OriginalMessage, Partition, Position, SourceFeed, SourceMessage, SourcedEvent};
 
 /// What the consumer needs besides the connection settings.
 #[derive(Debug, Clone)]
@@ -52,7 +52,7 @@ pub struct ConsumerShared {
     pub broker_reachable: AtomicBool,
     pub rebalances: AtomicU64,
     /// Offsets the loop has committed to the store, waiting to be committed to Kafka.
-    pending_kafka_commit: Mutex<HashMap<(String, i32), i64>>,
+    pending_kafka_commit: Mutex<HashMap<Partition, i64>>,
 }
 
 impl ConsumerShared {
@@ -71,8 +71,8 @@ impl BatchObserver for ConsumerShared {
     fn batch_committed(&self, committed: &CommittedBatch<'_>) {
         self.board.applied(committed.checkpoints, committed.last_recorded_at);
         let mut pending = self.pending_kafka_commit.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        for Checkpoint { stream, partition, next_offset, .. } in committed.checkpoints {
-            pending.insert((stream.clone(), *partition), *next_offset);
+        for checkpoint in committed.checkpoints {
+            pending.insert(Partition::of_checkpoint(checkpoint), checkpoint.next_offset);
         }
     }
 }
@@ -90,7 +90,7 @@ impl ClientContext for ProjectorContext {
             for (partition, stats) in &topic.partitions {
                 // librdkafka reports -1 until it knows, and a pseudo-partition -1 of its own.
                 if *partition >= 0 && stats.hi_offset >= 0 {
-                    self.shared.board.high_watermark(name, *partition, stats.hi_offset);
+                    self.shared.board.high_watermark(&Partition::new(name.as_str(), *partition), stats.hi_offset);
                 }
             }
         }
@@ -112,25 +112,22 @@ impl ConsumerContext for ProjectorContext {
         match error {
             RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS => {
                 let checkpoints = self.barrier().unwrap_or_default();
-                let next: HashMap<(&str, i32), i64> = checkpoints
+                let next: HashMap<Partition, i64> = checkpoints
                     .iter()
-                    .map(|checkpoint| ((checkpoint.stream.as_str(), checkpoint.partition), checkpoint.next_offset))
+                    .map(|checkpoint| (Partition::of_checkpoint(checkpoint), checkpoint.next_offset))
                     .collect();
                 let mut assignment = Vec::new();
                 for element in partitions.elements() {
-                    let (topic, partition) = (element.topic().to_owned(), element.partition());
-                    let start = next.get(&(topic.as_str(), partition)).copied();
-                    assignment.push((topic, partition, start.unwrap_or(0)));
+                    let partition = Partition::new(element.topic(), element.partition());
+                    let start = next.get(&partition).copied();
+                    assignment.push((partition, start.unwrap_or(0)));
                 }
-                for (topic, partition, start) in &assignment {
-                    tracing::debug!(topic, partition, start, "partition assigned");
-                    let offset = if next.contains_key(&(topic.as_str(), *partition)) {
-                        Offset::Offset(*start)
-                    } else {
-                        Offset::Beginning
-                    };
-                    if let Err(error) = partitions.set_partition_offset(topic, *partition, offset) {
-                        tracing::error!(%error, topic, partition, "cannot set the start offset");
+                for (partition, start) in &assignment {
+                    let (topic, number) = (partition.stream.as_str(), partition.number);
+                    tracing::debug!(topic, partition = number, start, "partition assigned");
+                    let offset = if next.contains_key(partition) { Offset::Offset(*start) } else { Offset::Beginning };
+                    if let Err(error) = partitions.set_partition_offset(topic, number, offset) {
+                        tracing::error!(%error, topic, partition = number, "cannot set the start offset");
                     }
                 }
                 self.shared.board.assigned(&assignment);
@@ -251,7 +248,7 @@ fn consume(
     let settings = &consumer.context().settings;
     let mut reported_caught_up = false;
     // The next offset handed to the loop, per partition.
-    let mut handed_over: HashMap<(String, i32), i64> = HashMap::new();
+    let mut handed_over: HashMap<Partition, i64> = HashMap::new();
     while !stop.load(Ordering::Relaxed) {
         commit_to_kafka(consumer, shared);
         let message = match consumer.poll(Duration::from_millis(100)) {
@@ -288,7 +285,7 @@ fn consume(
         let Some(topic) = settings.topic_of(message.topic()) else { continue };
         let outcome = decode_with_retry(&mut decoder, topic, message.payload(), stop);
         let Some(outcome) = outcome else { return };
-        handed_over.insert((position.stream.clone(), position.partition), position.offset + 1);
+        handed_over.insert(position.partition(), position.offset + 1);
         let event = SourcedEvent { position, outcome, original: Some(original) };
         if sender.blocking_send(SourceMessage::Event(event)).is_err() {
             return;
@@ -332,8 +329,10 @@ fn commit_to_kafka(consumer: &BaseConsumer<ProjectorContext>, shared: &ConsumerS
         return;
     }
     let mut offsets = TopicPartitionList::new();
-    for ((topic, partition), next_offset) in pending {
-        if let Err(error) = offsets.add_partition_offset(&topic, partition, Offset::Offset(next_offset)) {
+    for (partition, next_offset) in pending {
+        if let Err(error) =
+            offsets.add_partition_offset(&partition.stream, partition.number, Offset::Offset(next_offset))
+        {
             tracing::debug!(%error, "offset not committed to Kafka");
         }
     }

@@ -6,13 +6,14 @@
 //!   written, and assigned partitions start at the store's checkpoints.
 //!   Kafka's committed offsets are written after each batch commits and are
 //!   advisory: nothing reads them back.
-//! - [`dead_letter_topic`] parks poison events on a dead-letter topic, with
-//!   their origin and the reason in headers, and lists and re-drives them.
+//! - [`wire`] reads the two Kafka wire formats: Avro single-object encoding
+//!   and the Confluent framing with schema ids.
 //!
-//! It owns the connection settings shared by both; it must not apply events.
+//! It owns the connection settings, which the dead-letter topic
+//! ([`crate::dead_letter::topic`]) shares; it must not apply events.
 
 pub mod consumer;
-pub mod dead_letter_topic;
+pub mod wire;
 
 use std::time::Duration;
 

@@ -31,8 +31,8 @@ use rdkafka::{ClientConfig, ClientContext};
 use read_model::calendar::Timestamp;
 use serde::Serialize;
 
-use super::KafkaSettings;
-use crate::runner::{DeadLetterSink, ParkedEvent};
+use super::{DeadLetterSink, ParkedEvent};
+use crate::source::kafka::KafkaSettings;
 
 const TIMEOUT: Duration = Duration::from_secs(30);
 

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use read_model::calendar::Timestamp;
 use serde::{Deserialize, Serialize};
 
-use crate::runner::{DeadLetterSink, ParkedEvent};
+use super::{DeadLetterSink, ParkedEvent};
 use crate::source::{Position, Rejection};
 
 /// One parked event, as written to the file.
@@ -42,7 +42,7 @@ pub struct DeadLetter {
 pub struct DeadLetterFile {
     path: PathBuf,
     file: File,
-    parked: HashSet<(String, i32, i64)>,
+    parked: HashSet<Position>,
     /// Whether lines were appended since the last sync.
     unsynced: bool,
 }
@@ -63,7 +63,11 @@ impl DeadLetterFile {
                     break;
                 }
                 if let Ok(letter) = serde_json::from_str::<DeadLetter>(&line) {
-                    parked.insert((letter.stream, letter.partition, letter.offset));
+                    parked.insert(Position {
+                        stream: letter.stream,
+                        partition: letter.partition,
+                        offset: letter.offset,
+                    });
                 }
                 intact_length += line.len() as u64;
                 line.clear();
@@ -85,8 +89,7 @@ impl DeadLetterFile {
         let now = Timestamp::now();
         let mut new_positions = HashSet::new();
         for (position, rejection) in events {
-            let key = (position.stream.clone(), position.partition, position.offset);
-            if self.parked.contains(&key) || !new_positions.insert(key) {
+            if self.parked.contains(position) || !new_positions.insert(position.clone()) {
                 continue;
             }
             let letter = DeadLetter {

@@ -27,10 +27,10 @@ use std::time::{Duration, Instant};
 use apache_avro::Schema;
 use apache_avro::rabin::Rabin;
 
-use super::{Rejection, event_from_value};
 use crate::contract::{Contract, Topic};
 use crate::events::Event;
 use crate::resolution::Resolver;
+use crate::source::{Rejection, event_from_value};
 
 /// The first bytes of an Avro single-object encoded value.
 pub const SINGLE_OBJECT_MAGIC: [u8; 2] = [0xC3, 0x01];

@@ -1,0 +1,175 @@
+//! The projector's command line: its subcommands and flags, each with an
+//! environment fallback and a default that works on one machine.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+use projector::render_deferral::RenderDeferral;
+use projector::source::kafka::KafkaSettings;
+use read_model::store_arguments::StoreArguments;
+
+#[derive(Debug, Parser)]
+#[command(name = "projector", version, about = "Materializes the registry's change events into the read model.")]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Project events from a source into the store, following it.
+    Run(RunArguments),
+    /// Replay every topic from the earliest offset into a fresh model version,
+    /// while the active version keeps serving; then keep it up to date.
+    Rebuild(RebuildArguments),
+    /// Switch readers (the query API, without a restart) to a model version.
+    Activate(VersionArguments),
+    /// Remove a model version that is not active.
+    Drop(VersionArguments),
+    /// List the model versions and which one is active.
+    Versions(StoreArguments),
+    /// List or re-drive the events parked on the dead-letter topic.
+    #[command(subcommand)]
+    DeadLetters(DeadLetterCommand),
+    /// Generate a deterministic event stream as Avro container files.
+    Generate(GenerateArguments),
+    /// Create or upgrade the store's schema (idempotent).
+    Migrate(StoreArguments),
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct VersionArguments {
+    /// The model version.
+    pub(crate) version: u32,
+    #[command(flatten)]
+    pub(crate) store: StoreArguments,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct KafkaArguments {
+    /// The consumer group; projector instances of one group split the partitions.
+    #[arg(long, env = "LCC_KAFKA_GROUP_ID", default_value = "rights-projector")]
+    pub(crate) kafka_group_id: String,
+    /// Prepended to the six topic names (`works`, `rights`, `licenses`, `disputes`, `certificates`, `parties`).
+    #[arg(long, env = "LCC_KAFKA_TOPIC_PREFIX", default_value = "")]
+    pub(crate) kafka_topic_prefix: String,
+    /// The topic poison events are parked on.
+    #[arg(long, env = "LCC_DEAD_LETTER_TOPIC", default_value = "rights-projector.dead-letters")]
+    pub(crate) dead_letter_topic: String,
+}
+
+impl KafkaArguments {
+    pub(crate) fn settings(&self, bootstrap_servers: &str) -> KafkaSettings {
+        KafkaSettings {
+            bootstrap_servers: bootstrap_servers.to_owned(),
+            topic_prefix: self.kafka_topic_prefix.clone(),
+            group_id: self.kafka_group_id.clone(),
+            dead_letter_topic: self.dead_letter_topic.clone(),
+        }
+    }
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct RunArguments {
+    /// Where events come from: `file://DIRECTORY` (Avro container files, read
+    /// in name order) or `kafka://HOST:PORT[,HOST:PORT…]`.
+    #[arg(long, env = "LCC_SOURCE")]
+    pub(crate) source: String,
+    #[command(flatten)]
+    pub(crate) store: StoreArguments,
+    /// Model version to write; created when missing. Default: the active one (version 1 on a new store).
+    #[arg(long, env = "LCC_MODEL_VERSION")]
+    pub(crate) model_version: Option<u32>,
+    #[command(flatten)]
+    pub(crate) tuning: RunTuning,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct RebuildArguments {
+    /// The model version to build; it must not be the active one.
+    #[arg(long)]
+    pub(crate) into: u32,
+    /// The Kafka cluster: `kafka://HOST:PORT[,HOST:PORT…]` (or `file://DIRECTORY`).
+    #[arg(long, env = "LCC_SOURCE")]
+    pub(crate) source: String,
+    #[command(flatten)]
+    pub(crate) store: StoreArguments,
+    #[command(flatten)]
+    pub(crate) tuning: RunTuning,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct RunTuning {
+    /// Events per batch; each batch is one atomic store write.
+    #[arg(long, env = "LCC_BATCH_SIZE", default_value_t = 30_000)]
+    pub(crate) batch_size: usize,
+    /// The longest a started batch waits for more events, in milliseconds.
+    #[arg(long, env = "LCC_BATCH_LINGER_MS", default_value_t = 100)]
+    pub(crate) batch_linger_ms: u64,
+    /// While batches fill up (the source is behind), the documents they change
+    /// wait to be rendered once, up to this many; 0 renders each batch's documents in the batch.
+    #[arg(long, env = "LCC_RENDER_DEFERRAL_MAX_DOCUMENTS", default_value_t = RenderDeferral::DEFAULT.max_documents)]
+    pub(crate) render_deferral_max_documents: usize,
+    /// The longest a deferred document waits to be rendered, in seconds.
+    #[arg(long, env = "LCC_RENDER_DEFERRAL_MAX_SECONDS", default_value_t = RenderDeferral::DEFAULT.max_wait.as_secs())]
+    pub(crate) render_deferral_max_seconds: u64,
+    /// Exit once every event present has been projected, instead of following the source.
+    #[arg(long)]
+    pub(crate) exit_when_caught_up: bool,
+    /// Directory for dead-letter files of a file source. Default: `DATA_DIR/dead-letters`.
+    #[arg(long, env = "LCC_DEAD_LETTER_DIR")]
+    pub(crate) dead_letter_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) kafka: KafkaArguments,
+    /// Schema registry for Confluent-framed values (`GET URL/schemas/ids/{id}`).
+    #[arg(long, env = "LCC_SCHEMA_REGISTRY_URL", conflicts_with = "schema_id_map")]
+    pub(crate) schema_registry_url: Option<String>,
+    /// A JSON file `{"ID": "schema file"}` for Confluent-framed values, instead of a registry.
+    #[arg(long, env = "LCC_SCHEMA_ID_MAP")]
+    pub(crate) schema_id_map: Option<PathBuf>,
+    /// Further writer schemas (`*.avsc`) for single-object values; read again when an unknown fingerprint arrives.
+    #[arg(long, env = "LCC_WRITER_SCHEMA_DIR")]
+    pub(crate) writer_schema_dir: Option<PathBuf>,
+    /// A partition with lag and no progress for this many seconds is stalled (metric and readiness).
+    #[arg(long, env = "LCC_STALL_AFTER_SECONDS", default_value_t = 60)]
+    pub(crate) stall_after_seconds: u64,
+    /// The admin listener (`/metrics`, `/healthz`, `/readyz`); port 0 picks a free port.
+    #[arg(long, env = "LCC_PROJECTOR_ADMIN_LISTEN", default_value = "127.0.0.1:8091")]
+    pub(crate) admin_listen: SocketAddr,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum DeadLetterCommand {
+    /// Print every parked event (one JSON object per line), once per origin position.
+    List(DeadLetterArguments),
+    /// Produce every parked event not re-driven before back onto its origin topic.
+    Redrive(DeadLetterArguments),
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct DeadLetterArguments {
+    /// The Kafka cluster: `kafka://HOST:PORT[,HOST:PORT…]`.
+    #[arg(long, env = "LCC_SOURCE")]
+    pub(crate) source: String,
+    #[command(flatten)]
+    pub(crate) kafka: KafkaArguments,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct GenerateArguments {
+    /// Number of works (about 5.4 events each).
+    #[arg(long, default_value_t = 1_000)]
+    pub(crate) works: usize,
+    #[arg(long, default_value_t = 1)]
+    pub(crate) seed: u64,
+    /// Output directory.
+    #[arg(long)]
+    pub(crate) out: PathBuf,
+    /// Events per segment (a segment is up to one file per topic).
+    #[arg(long, default_value_t = 20_000)]
+    pub(crate) events_per_segment: usize,
+    /// Generate the sandbox fixtures instead of a production-like stream.
+    #[arg(long)]
+    pub(crate) sandbox: bool,
+}
