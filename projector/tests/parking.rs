@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use projector::contract::{Contract, Topic};
 use projector::dead_letter::{DeadLetterFile, DeadLetterSink, ParkedEvent};
-use projector::generate::world::{Draft, Payload};
+use projector::generate::drafts::{Draft, Payload};
 use projector::render_deferral::RenderDeferral;
 use projector::runner::{NoObserver, RunOptions, run};
 use projector::source::file::{FileSource, start_file_feed};

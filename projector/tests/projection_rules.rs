@@ -7,7 +7,7 @@ mod support;
 
 use projector::contract::Topic;
 use projector::events::{LicenseGrant, WorkAmendment};
-use projector::generate::world::{DAY, Draft, Payload};
+use projector::generate::drafts::{DAY, Draft, Payload};
 use projector::projection::batch::{DocumentsToRender, render_documents};
 use read_model::calendar::{Date, Timestamp};
 use read_model::documents::{

@@ -11,7 +11,7 @@ use async_trait::async_trait;
 
 use projector::contract::{Contract, Topic};
 use projector::dead_letter::DeadLetterFile;
-use projector::generate::world::{Draft, Payload};
+use projector::generate::drafts::{Draft, Payload};
 use projector::projection::batch::{Rendering, project_batch};
 use projector::render_deferral::RenderDeferral;
 use projector::runner::{NoObserver, RunOptions, run};

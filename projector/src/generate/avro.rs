@@ -7,7 +7,7 @@ use apache_avro::types::Value;
 use read_model::calendar::{Date, Timestamp};
 use serde::Serialize;
 
-use super::world::{Draft, Malformation, Payload, PersonalData};
+use super::drafts::{Draft, Malformation, Payload, PersonalData};
 use crate::contract::Topic;
 use crate::events::{Creator, RightRecord, WorkAmendment, WorkRecord};
 

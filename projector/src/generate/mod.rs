@@ -9,6 +9,10 @@
 //! others (certificates and rights before works), as on real topics.
 
 mod avro;
+pub mod drafts;
+pub mod identities;
+mod licenses;
+mod malformed;
 mod random;
 pub mod sandbox;
 pub mod world;
@@ -22,8 +26,8 @@ use anyhow::Context;
 use apache_avro::{Schema, Writer};
 use serde::Serialize;
 
+use self::drafts::{Draft, Payload};
 pub use self::random::Random;
-use self::world::{Draft, Payload};
 use crate::contract::Topic;
 
 /// What to generate.

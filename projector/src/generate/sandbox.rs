@@ -7,7 +7,8 @@
 use read_model::calendar::{Date, Timestamp};
 use read_model::documents::{CreatorRole, HolderRole, LicenseKind, LicenseStatus, PartyKind, RightType, WorkType};
 
-use super::world::{DAY, Draft, Payload, PersonalData, iswc_for};
+use super::drafts::{DAY, Draft, Payload, PersonalData};
+use super::identities::iswc_for;
 use crate::contract::Topic;
 use crate::events::{Creator, LicenseGrant, PartyProfile, RightRecord, WorkRecord};
 

@@ -9,186 +9,29 @@
 //! markers so that tests can search the store for any trace of it.
 
 use read_model::calendar::{Date, Timestamp};
-use read_model::documents::{CreatorRole, HolderRole, LicenseKind, LicenseStatus, PartyKind, RightType, WorkType};
-use read_model::identifiers::iswc_check_digit;
+use read_model::documents::{CreatorRole, HolderRole, RightType, WorkType};
 
+use super::drafts::{DAY, Draft, Payload};
+use super::identities::{iswc_for, party, personal_data};
+use super::licenses::generate_license;
+use super::malformed::mix_in_malformed_events;
 use super::random::Random;
 use crate::contract::Topic;
-use crate::events::{Creator, LicenseGrant, PartyProfile, RightRecord, WorkAmendment, WorkRecord};
+use crate::events::{Creator, RightRecord, WorkAmendment, WorkRecord};
 
-pub const DAY: i64 = 86_400_000;
 /// 2023-01-01T00:00:00Z: the start of the generated timeline.
-const TIMELINE_START: i64 = 1_672_531_200_000;
+pub(super) const TIMELINE_START: i64 = 1_672_531_200_000;
 /// The timeline spans three years.
-const TIMELINE_DAYS: i64 = 3 * 365;
+pub(super) const TIMELINE_DAYS: i64 = 3 * 365;
 
-/// Personal data of a party: generated only to prove it never reaches the read side.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PersonalData {
-    pub email: String,
-    pub phone: String,
-    pub postal_address: String,
-    pub birth_date: Option<Date>,
-    pub national_id: String,
-}
-
-/// The content of a generated event.
-#[derive(Debug, Clone)]
-pub enum Payload {
-    WorkRegistered(WorkRecord),
-    WorkAmended(WorkAmendment),
-    WorkPublished(Timestamp),
-    WorkWithdrawn(String),
-    /// An event type newer than the contract: undecodable by this projector.
-    WorkArchived,
-    RightsChain(Vec<RightRecord>, bool),
-    Availability(bool),
-    LicenseGranted(LicenseGrant),
-    LicenseStatus(LicenseStatus, Date, Option<String>),
-    LicenseRenewed(Option<Date>),
-    DisputeOpened(String, &'static str),
-    DisputeUpdated(String, &'static str),
-    DisputeResolved(String, &'static str),
-    CertificateIssued(String, String, Timestamp),
-    CertificateRevoked(String, String),
-    PartyRegistered(PartyProfile, PersonalData),
-    PartyRenamed(String),
-    PartyIdentifiers(Option<String>, Option<String>),
-    PartyPersonalData(PersonalData),
-}
-
-impl Payload {
-    pub fn type_name(&self) -> &'static str {
-        match self {
-            Payload::WorkRegistered(_) => "WorkRegistered",
-            Payload::WorkAmended(_) => "WorkAmended",
-            Payload::WorkPublished(_) => "WorkPublished",
-            Payload::WorkWithdrawn(_) => "WorkWithdrawn",
-            Payload::WorkArchived => "WorkArchived",
-            Payload::RightsChain(..) => "RightsChainRecorded",
-            Payload::Availability(_) => "LicensingAvailabilityChanged",
-            Payload::LicenseGranted(_) => "LicenseGranted",
-            Payload::LicenseStatus(..) => "LicenseStatusChanged",
-            Payload::LicenseRenewed(_) => "LicenseRenewed",
-            Payload::DisputeOpened(..) => "DisputeOpened",
-            Payload::DisputeUpdated(..) => "DisputeUpdated",
-            Payload::DisputeResolved(..) => "DisputeResolved",
-            Payload::CertificateIssued(..) => "CertificateIssued",
-            Payload::CertificateRevoked(..) => "CertificateRevoked",
-            Payload::PartyRegistered(..) => "PartyRegistered",
-            Payload::PartyRenamed(_) => "PartyRenamed",
-            Payload::PartyIdentifiers(..) => "PartyIdentifiersChanged",
-            Payload::PartyPersonalData(_) => "PartyPersonalDataChanged",
-        }
-    }
-}
-
-/// A deliberate defect in the envelope of an otherwise well-formed event.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Malformation {
-    /// `eventType` names another payload.
-    WrongEventType,
-    /// `aggregateVersion` is 0.
-    ZeroVersion,
-}
-
-/// One event before versions and ids are assigned.
-#[derive(Debug, Clone)]
-pub struct Draft {
-    pub topic: Topic,
-    pub aggregate_id: String,
-    pub at: Timestamp,
-    pub payload: Payload,
-    pub malformation: Option<Malformation>,
-    /// Whether the projector must park this event.
-    pub must_be_parked: bool,
-}
-
-impl Draft {
-    pub fn new(topic: Topic, aggregate_id: &str, at: i64, payload: Payload) -> Draft {
-        Draft {
-            topic,
-            aggregate_id: aggregate_id.to_owned(),
-            at: Timestamp(at),
-            payload,
-            malformation: None,
-            must_be_parked: false,
-        }
-    }
-}
-
-const FIRST_NAMES: &[&str] = &[
-    "Ada", "Bruno", "Chiara", "Dmitri", "Elena", "Farid", "Greta", "Hugo", "Ines", "Jonas", "Kaori", "Luca", "Mira",
-    "Nils", "Olga", "Pavel",
-];
-const LAST_NAMES: &[&str] = &[
-    "Adler",
-    "Bianchi",
-    "Costa",
-    "Dahl",
-    "Eriksen",
-    "Fontaine",
-    "Garcia",
-    "Horvat",
-    "Ivanova",
-    "Jansen",
-    "Kowalski",
-    "Lindqvist",
-    "Moreau",
-    "Novak",
-    "Okafor",
-    "Petrov",
-];
-const ORGANISATION_WORDS: &[&str] =
-    &["Aurora", "Blue Reed", "Cedar", "Delta", "Ember", "Fjord", "Granite", "Harbor", "Iris", "Juniper"];
-const ORGANISATION_KINDS: &[&str] = &["Music Publishing", "Records", "Editions", "Media", "Rights Agency"];
 const TITLE_WORDS: &[&str] = &[
     "Morning", "River", "Silver", "Echoes", "Northern", "Light", "Quiet", "Storm", "Garden", "Midnight", "Paper",
     "Horizon", "Velvet", "Ashes", "Lanterns", "Tide",
 ];
 const SUBJECTS: &[&str] = &["jazz", "folk", "classical", "pop", "poetry", "documentary", "photography", "electronic"];
 const LANGUAGES: &[&str] = &["en", "fr", "de", "es", "it", "pl", "sv"];
-const TERRITORIES: &[&str] = &["WORLD", "WORLD", "WORLD", "FR", "DE", "ES", "IT", "PL"];
+pub(super) const TERRITORIES: &[&str] = &["WORLD", "WORLD", "WORLD", "FR", "DE", "ES", "IT", "PL"];
 const ISRC_COUNTRIES: &[&str] = &["US", "GB", "FR", "DE", "SE", "PL"];
-
-/// Generates a person's or an organisation's public profile and personal data.
-pub fn party(random: &mut Random, index: usize, organisation: bool) -> (PartyProfile, PersonalData) {
-    let name = if organisation {
-        format!("{} {}", random.pick(ORGANISATION_WORDS), random.pick(ORGANISATION_KINDS))
-    } else {
-        format!("{} {}", random.pick(FIRST_NAMES), random.pick(LAST_NAMES))
-    };
-    let profile = PartyProfile {
-        name,
-        kind: if organisation { PartyKind::Organisation } else { PartyKind::Person },
-        ipi: random.chance(60).then(|| random.digits(11)),
-        isni: random.chance(30).then(|| random.digits(16)),
-    };
-    (profile, personal_data(random, index))
-}
-
-/// Personal values carry the markers `personal.invalid`, `PRIVATE-` and
-/// `NID-`, and birth dates fall in 1930–1959, before any other generated date.
-pub fn personal_data(random: &mut Random, index: usize) -> PersonalData {
-    PersonalData {
-        email: format!("person{index}.{}@personal.invalid", random.hex(6)),
-        phone: format!("+99 7{}", random.digits(8)),
-        postal_address: format!("{} PRIVATE-{} Lane, Townsville", random.range(1, 200), random.alphanumeric(6)),
-        birth_date: Date::from_ymd(
-            random.range(1930, 1960) as i32,
-            random.range(1, 13) as u32,
-            random.range(1, 29) as u32,
-        ),
-        national_id: format!("NID-{}", random.alphanumeric(10)),
-    }
-}
-
-/// A valid ISWC for a serial number.
-pub fn iswc_for(serial: u64) -> String {
-    let nine = format!("{:09}", serial % 1_000_000_000);
-    let digits: Vec<u32> = nine.bytes().map(|byte| u32::from(byte - b'0')).collect();
-    format!("T{nine}{}", iswc_check_digit(&digits))
-}
 
 /// Generates the production world: about 5.4 events per work.
 pub fn production_world(works: usize, random: &mut Random) -> Vec<Draft> {
@@ -513,108 +356,4 @@ fn split(random: &mut Random, total: u32, parts: usize) -> Vec<u32> {
     let assigned: u32 = shares.iter().sum();
     shares[0] += total - assigned;
     shares
-}
-
-pub fn generate_license(
-    random: &mut Random,
-    drafts: &mut Vec<Draft>,
-    id: &str,
-    at: i64,
-    licensee: String,
-    covered: Vec<String>,
-) {
-    let kind = if covered.is_empty() { LicenseKind::Blanket } else { LicenseKind::Individual };
-    let valid_from = Date::of(Timestamp(at));
-    let grant = LicenseGrant {
-        kind,
-        licensee_party_id: licensee,
-        status: if random.chance(20) { LicenseStatus::Pending } else { LicenseStatus::Active },
-        valid_from,
-        valid_until: random.chance(60).then(|| Date(valid_from.0 + random.range(365, 5 * 365) as i32)),
-        repertoire: (kind == LicenseKind::Blanket)
-            .then(|| "All works administered by the licensor in the territory.".to_owned()),
-        covered_work_ids: covered,
-        territory: (*random.pick(TERRITORIES)).to_owned(),
-    };
-    drafts.push(Draft::new(Topic::Licenses, id, at, Payload::LicenseGranted(grant)));
-    if random.chance(40) {
-        let status = *random.pick(&[
-            LicenseStatus::Active,
-            LicenseStatus::Suspended,
-            LicenseStatus::Expired,
-            LicenseStatus::Terminated,
-            LicenseStatus::Revoked,
-        ]);
-        let later = at + random.range(10, 400) * DAY;
-        drafts.push(Draft::new(
-            Topic::Licenses,
-            id,
-            later,
-            Payload::LicenseStatus(status, Date::of(Timestamp(later)), Some("Changed by the licensor.".to_owned())),
-        ));
-    }
-    if random.chance(10) {
-        let later = at + random.range(400, 800) * DAY;
-        drafts.push(Draft::new(
-            Topic::Licenses,
-            id,
-            later,
-            Payload::LicenseRenewed(Some(Date(valid_from.0 + 10 * 365))),
-        ));
-    }
-}
-
-/// Adds about one malformed event per 400 works (at least five, one of each kind).
-fn mix_in_malformed_events(random: &mut Random, drafts: &mut Vec<Draft>, works: usize) {
-    let mut malformed = random.fork(4);
-    let count = (works / 400).max(5);
-    for number in 0..count {
-        let work = format!("LCC-{:010}", malformed.range(0, works.max(1) as i64));
-        let at = TIMELINE_START + malformed.range(0, TIMELINE_DAYS) * DAY + 1;
-        let mut draft = match number % 6 {
-            0 => Draft::new(
-                Topic::Works,
-                &work,
-                at,
-                Payload::WorkAmended(WorkAmendment {
-                    iswc: Some("T-123.456.789-0".to_owned()),
-                    ..WorkAmendment::default()
-                }),
-            ),
-            1 => {
-                let share = |suffix: &str| RightRecord {
-                    right_id: format!("{work}-X{suffix}"),
-                    right_type: RightType::AuthorsRight,
-                    holder_party_id: "PTY-0000000".to_owned(),
-                    role: HolderRole::Author,
-                    share_basis_points: 6_000,
-                    acquired_from_party_id: None,
-                    territory: "WORLD".to_owned(),
-                    valid_from: Date(19_000),
-                    valid_until: None,
-                    protection_ends_on: Date(60_000),
-                };
-                Draft::new(Topic::Rights, &work, at, Payload::RightsChain(vec![share("1"), share("2")], true))
-            }
-            2 => amendment_with_bad_envelope(&work, at, Malformation::WrongEventType),
-            3 => Draft::new(
-                Topic::Certificates,
-                &work,
-                at,
-                Payload::CertificateIssued("CERT-BAD".to_owned(), "not-a-hash".to_owned(), Timestamp(at)),
-            ),
-            4 => Draft::new(Topic::Works, &work, at, Payload::WorkArchived),
-            _ => amendment_with_bad_envelope(&work, at, Malformation::ZeroVersion),
-        };
-        draft.must_be_parked = true;
-        drafts.push(draft);
-    }
-}
-
-/// A well-formed amendment whose envelope carries `malformation`.
-fn amendment_with_bad_envelope(work: &str, at: i64, malformation: Malformation) -> Draft {
-    let amendment = WorkAmendment { description: Some(format!("{malformation:?}")), ..WorkAmendment::default() };
-    let mut draft = Draft::new(Topic::Works, work, at, Payload::WorkAmended(amendment));
-    draft.malformation = Some(malformation);
-    draft
 }

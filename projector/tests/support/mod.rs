@@ -11,7 +11,7 @@ use std::time::Duration;
 use projector::contract::{Contract, Topic};
 use projector::dead_letter::DeadLetterFile;
 use projector::events::{Creator, RightRecord, WorkRecord};
-use projector::generate::world::{DAY, Draft, Payload, PersonalData};
+use projector::generate::drafts::{DAY, Draft, Payload, PersonalData};
 use projector::generate::{GenerateOptions, write_drafts};
 use projector::render_deferral::RenderDeferral;
 use projector::runner::{RunOptions, RunTotals, run_file_source};

@@ -7,12 +7,14 @@
 //!   Kafka's committed offsets are written after each batch commits and are
 //!   advisory: nothing reads them back.
 //! - [`wire`] reads the two Kafka wire formats: Avro single-object encoding
-//!   and the Confluent framing with schema ids.
+//!   (writer schemas named by their [`fingerprint`]) and the Confluent
+//!   framing with schema ids.
 //!
 //! It owns the connection settings, which the dead-letter topic
 //! ([`crate::dead_letter::topic`]) shares; it must not apply events.
 
 pub mod consumer;
+pub mod fingerprint;
 pub mod wire;
 
 use std::time::Duration;
