@@ -9,7 +9,7 @@
 
 use async_trait::async_trait;
 
-use crate::store::StoreError;
+use crate::records::StoreError;
 
 /// A stored production key (never the key itself).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -17,6 +17,7 @@ pub mod conformance;
 pub mod documents;
 pub mod identifiers;
 pub mod read_set;
+pub mod records;
 pub mod scylla;
 pub mod sqlite;
 pub mod store;

@@ -31,7 +31,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::store::{AggregateKey, PartyReferrer, StoredAggregate};
+use crate::records::{AggregateKey, PartyReferrer, StoredAggregate};
 
 /// The inputs of a batch's documents, as read.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -11,6 +11,12 @@ use crate::events::{LicenseGrant, PartyProfile, RightRecord, WorkAmendment, Work
 
 /// A day, in milliseconds.
 pub const DAY: i64 = 86_400_000;
+/// 2023-01-01T00:00:00Z: the start of the generated timeline.
+pub(super) const TIMELINE_START: i64 = 1_672_531_200_000;
+/// The timeline spans three years.
+pub(super) const TIMELINE_DAYS: i64 = 3 * 365;
+/// Where rights and licenses apply; the world most often.
+pub(super) const TERRITORIES: &[&str] = &["WORLD", "WORLD", "WORLD", "FR", "DE", "ES", "IT", "PL"];
 
 /// Personal data of a party: generated only to prove it never reaches the read side.
 #[derive(Debug, Clone, PartialEq, Eq)]

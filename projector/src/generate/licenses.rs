@@ -4,9 +4,8 @@
 use read_model::calendar::{Date, Timestamp};
 use read_model::documents::{LicenseKind, LicenseStatus};
 
-use super::drafts::{DAY, Draft, Payload};
+use super::drafts::{DAY, Draft, Payload, TERRITORIES};
 use super::random::Random;
-use super::world::TERRITORIES;
 use crate::contract::Topic;
 use crate::events::LicenseGrant;
 

@@ -6,9 +6,8 @@
 use read_model::calendar::{Date, Timestamp};
 use read_model::documents::{HolderRole, RightType};
 
-use super::drafts::{DAY, Draft, Malformation, Payload};
+use super::drafts::{DAY, Draft, Malformation, Payload, TIMELINE_DAYS, TIMELINE_START};
 use super::random::Random;
-use super::world::{TIMELINE_DAYS, TIMELINE_START};
 use crate::contract::Topic;
 use crate::events::{RightRecord, WorkAmendment};
 

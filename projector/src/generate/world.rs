@@ -11,7 +11,7 @@
 use read_model::calendar::{Date, Timestamp};
 use read_model::documents::{CreatorRole, HolderRole, RightType, WorkType};
 
-use super::drafts::{DAY, Draft, Payload};
+use super::drafts::{DAY, Draft, Payload, TERRITORIES, TIMELINE_DAYS, TIMELINE_START};
 use super::identities::{iswc_for, party, personal_data};
 use super::licenses::generate_license;
 use super::malformed::mix_in_malformed_events;
@@ -19,18 +19,12 @@ use super::random::Random;
 use crate::contract::Topic;
 use crate::events::{Creator, RightRecord, WorkAmendment, WorkRecord};
 
-/// 2023-01-01T00:00:00Z: the start of the generated timeline.
-pub(super) const TIMELINE_START: i64 = 1_672_531_200_000;
-/// The timeline spans three years.
-pub(super) const TIMELINE_DAYS: i64 = 3 * 365;
-
 const TITLE_WORDS: &[&str] = &[
     "Morning", "River", "Silver", "Echoes", "Northern", "Light", "Quiet", "Storm", "Garden", "Midnight", "Paper",
     "Horizon", "Velvet", "Ashes", "Lanterns", "Tide",
 ];
 const SUBJECTS: &[&str] = &["jazz", "folk", "classical", "pop", "poetry", "documentary", "photography", "electronic"];
 const LANGUAGES: &[&str] = &["en", "fr", "de", "es", "it", "pl", "sv"];
-pub(super) const TERRITORIES: &[&str] = &["WORLD", "WORLD", "WORLD", "FR", "DE", "ES", "IT", "PL"];
 const ISRC_COUNTRIES: &[&str] = &["US", "GB", "FR", "DE", "SE", "PL"];
 
 /// Generates the production world: about 5.4 events per work.

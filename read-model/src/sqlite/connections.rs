@@ -11,10 +11,13 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
-use super::checkpointer::LOG_FILE_LIMIT_BYTES;
 use super::errors::from_sqlite;
 use crate::store::StoreError;
 
+/// The size the writer cuts its log file back to when the log restarts
+/// (`journal_size_limit`): the threshold's 256 MiB and room for the batches
+/// committed while a RESTART checkpoint waits for the writer and readers.
+pub(super) const LOG_FILE_LIMIT_BYTES: i64 = 512 * 1024 * 1024;
 /// How long a connection waits for another process's lock before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -26,7 +29,7 @@ pub(super) fn open_writer(path: &Path) -> Result<Connection, StoreError> {
 }
 
 /// Opens the writer of a model file: its commits never checkpoint the log,
-/// a [`super::checkpointer::Checkpointer`] does, and a log that restarts is
+/// a [`super::wal_writeback::LogWriteback`] does, and a log that restarts is
 /// cut back to [`LOG_FILE_LIMIT_BYTES`].
 pub(super) fn open_model_writer(path: &Path) -> Result<Connection, StoreError> {
     let connection = open_writer(path)?;
@@ -97,7 +100,7 @@ mod tests {
     }
 
     #[test]
-    fn a_model_writer_bounds_its_log_file_and_leaves_checkpoints_to_the_checkpointer() {
+    fn a_model_writer_bounds_its_log_file_and_leaves_the_write_back_to_its_thread() {
         let directory = tempfile::tempdir().expect("temporary directory");
         let writer = open_model_writer(&directory.path().join("model.sqlite")).expect("writer");
         assert_eq!(pragma(&writer, "journal_size_limit"), LOG_FILE_LIMIT_BYTES);

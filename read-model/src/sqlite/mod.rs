@@ -11,7 +11,6 @@
 //! batch takes long enough to stall an async worker.
 
 mod api_keys;
-mod checkpointer;
 mod connections;
 mod document_cache;
 mod errors;
@@ -19,6 +18,7 @@ mod reader_pool;
 mod reads;
 mod schema;
 mod state_reads;
+mod wal_writeback;
 mod writes;
 
 use std::collections::HashMap;
@@ -30,11 +30,11 @@ use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension};
 
 use self::api_keys::ApiKeyFile;
-use self::checkpointer::Checkpointer;
 use self::connections::{PageAccess, open_model_writer, open_writer};
 use self::document_cache::{DocumentCache, DocumentCacheCounters};
 use self::errors::from_sqlite;
 use self::reader_pool::ReaderPool;
+use self::wal_writeback::LogWriteback;
 use crate::active_version_cache::ActiveVersionCache;
 use crate::api_keys::{ApiKeyRecord, ApiKeys};
 use crate::documents::DocumentKind;
@@ -101,12 +101,12 @@ impl FileIdentity {
 
 /// The writer connection, numbered so that a [`crate::CommitMark`] names
 /// the connection it was taken on (another connection's data version means
-/// nothing), with the thread that checkpoints what it commits.
+/// nothing), with the thread that writes its log back into the database.
 #[derive(Debug)]
 struct Writer {
     connection: Connection,
     id: u64,
-    checkpointer: Checkpointer,
+    log_writeback: LogWriteback,
 }
 
 /// Numbers the writer connections of this process.
@@ -117,13 +117,13 @@ impl VersionFile {
         let mut slot = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
         if slot.is_none() {
             let connection = open_model_writer(&self.path)?;
-            let checkpointer = Checkpointer::start(&self.path, checkpointer::RESTART_AFTER_FRAMES)?;
-            *slot = Some(Writer { connection, id: NEXT_WRITER_ID.fetch_add(1, Ordering::Relaxed), checkpointer });
+            let log_writeback = LogWriteback::start(&self.path, wal_writeback::RESTART_AFTER_FRAMES)?;
+            *slot = Some(Writer { connection, id: NEXT_WRITER_ID.fetch_add(1, Ordering::Relaxed), log_writeback });
         }
         let writer = slot.as_mut().ok_or_else(|| StoreError::Unavailable("writer connection lost".into()))?;
-        writer.checkpointer.wait_while_restarting();
+        writer.log_writeback.wait_while_restarting();
         let result = write(writer);
-        writer.checkpointer.wake();
+        writer.log_writeback.wake();
         if matches!(result, Err(StoreError::Unavailable(_))) {
             // Reopen on next use: the failure may have left the connection unusable.
             *slot = None;

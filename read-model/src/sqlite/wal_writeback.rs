@@ -1,4 +1,6 @@
-//! Checkpoints a model file's write-ahead log on a thread of its own.
+//! Writes a model file's write-ahead log back into the database file on a
+//! thread of its own: what SQLite calls a WAL checkpoint, named otherwise
+//! here because a checkpoint in this code base is a source's offset.
 //!
 //! SQLite's automatic checkpoint runs inside the commit that crosses its
 //! threshold: the writer copies pages into the database and waits for two
@@ -21,7 +23,7 @@
 //! A writer that begins its next transaction as soon as one commits leaves
 //! SQLite's busy handler, which polls, almost no moment to get in: measured,
 //! the log grew to 2.4 GiB before a restart won. So the writer calls
-//! [`Checkpointer::wait_while_restarting`] before each transaction, and a
+//! [`LogWriteback::wait_while_restarting`] before each transaction, and a
 //! restart holds it back from the moment it starts waiting for the current
 //! transaction until it is done. Once a RESTART has the write lock, SQLite
 //! blocks new writers until it is done anyway; the checkpoint connection's
@@ -36,7 +38,7 @@
 //! thread fell behind the writer, and in those seconds the writer spent 61%
 //! of its CPU writing the log, 22% zeroing fresh blocks. At 256 MiB six
 //! alternating million-event runs were 8% faster on average, with less
-//! system CPU. [`LOG_FILE_LIMIT_BYTES`] bounds what the file keeps.
+//! system CPU. [`super::connections::LOG_FILE_LIMIT_BYTES`] bounds what the file keeps.
 //!
 //! This module must not write documents or state: it only moves pages from
 //! the log into the database file.
@@ -55,24 +57,19 @@ use crate::store::StoreError;
 /// Log size, in pages, above which the log restarts (256 MiB of 8 KiB pages).
 pub(super) const RESTART_AFTER_FRAMES: i64 = 32_768;
 
-/// The size the writer cuts its log file back to when the log restarts
-/// (`journal_size_limit`): the threshold's 256 MiB and room for the batches
-/// committed while a RESTART checkpoint waits for the writer and readers.
-pub(super) const LOG_FILE_LIMIT_BYTES: i64 = 512 * 1024 * 1024;
-
 /// The checkpointing thread of one writer connection; stopped and joined on drop.
 #[derive(Debug)]
-pub(super) struct Checkpointer {
+pub(super) struct LogWriteback {
     wake: Option<SyncSender<()>>,
     /// Held by the thread while a RESTART checkpoint runs.
     restarting: Arc<Mutex<()>>,
     thread: Option<JoinHandle<()>>,
 }
 
-impl Checkpointer {
+impl LogWriteback {
     /// Starts checkpointing the file at `path` through a connection of its
     /// own, restarting the log once it holds more than `restart_after_frames` pages.
-    pub(super) fn start(path: &Path, restart_after_frames: i64) -> Result<Checkpointer, StoreError> {
+    pub(super) fn start(path: &Path, restart_after_frames: i64) -> Result<LogWriteback, StoreError> {
         let connection = open_writer(path)?;
         // Open the log now, so the thread never creates files after the model is dropped.
         connection.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(())).map_err(from_sqlite)?;
@@ -81,10 +78,10 @@ impl Checkpointer {
         let restarting = Arc::new(Mutex::new(()));
         let held_while_restarting = Arc::clone(&restarting);
         let thread = std::thread::Builder::new()
-            .name("sqlite-checkpoint".into())
-            .spawn(move || checkpoint_when_woken(&connection, &woken, &held_while_restarting, restart_after_frames))
+            .name("sqlite-wal-writeback".into())
+            .spawn(move || write_back_when_woken(&connection, &woken, &held_while_restarting, restart_after_frames))
             .map_err(|error| StoreError::Unavailable(format!("cannot start the checkpoint thread: {error}")))?;
-        Ok(Checkpointer { wake: Some(wake), restarting, thread: Some(thread) })
+        Ok(LogWriteback { wake: Some(wake), restarting, thread: Some(thread) })
     }
 
     /// Returns once no restart of the log is under way. The writer calls it
@@ -102,7 +99,7 @@ impl Checkpointer {
     }
 }
 
-impl Drop for Checkpointer {
+impl Drop for LogWriteback {
     fn drop(&mut self) {
         // Closing the channel ends the thread after its current checkpoint.
         self.wake.take();
@@ -112,7 +109,7 @@ impl Drop for Checkpointer {
     }
 }
 
-fn checkpoint_when_woken(
+fn write_back_when_woken(
     connection: &Connection,
     woken: &Receiver<()>,
     restarting: &Mutex<()>,
@@ -167,8 +164,8 @@ mod tests {
             Model { directory, path, writer }
         }
 
-        fn checkpointer(&self, restart_after_frames: i64) -> Checkpointer {
-            Checkpointer::start(&self.path, restart_after_frames).expect("start")
+        fn log_writeback(&self, restart_after_frames: i64) -> LogWriteback {
+            LogWriteback::start(&self.path, restart_after_frames).expect("start")
         }
 
         fn database_size(&self) -> u64 {
@@ -212,13 +209,13 @@ mod tests {
     #[test]
     fn commits_are_moved_into_the_database_by_the_checkpoint_thread() {
         let model = Model::new();
-        let checkpointer = model.checkpointer(RESTART_AFTER_FRAMES);
+        let writeback = model.log_writeback(RESTART_AFTER_FRAMES);
         for _ in 0..50 {
             model.writer.execute("INSERT INTO t (v) VALUES (zeroblob(20000))", []).expect("insert");
         }
         let database_before = model.database_size();
-        checkpointer.wake();
-        drop(checkpointer);
+        writeback.wake();
+        drop(writeback);
         let database_after = model.database_size();
         assert!(database_after > database_before + 50 * 20_000, "{database_before} -> {database_after}");
         let (logged, moved) = model.log_frames();
@@ -239,7 +236,7 @@ mod tests {
     fn a_long_log_restarts_from_the_start_of_its_file() {
         let model = Model::new();
         let limit = 500;
-        let checkpointer = model.checkpointer(limit);
+        let writeback = model.log_writeback(limit);
         // Past the limit: one row per page.
         model
             .writer
@@ -251,8 +248,8 @@ mod tests {
             .expect("insert");
         let grown = model.log_size();
         assert!(grown > (limit as u64) * 8192, "the log has grown");
-        checkpointer.wake();
-        drop(checkpointer);
+        writeback.wake();
+        drop(writeback);
         model.writer.execute("INSERT INTO t (v) VALUES (zeroblob(7000))", []).expect("insert after the restart");
         let (logged, moved) = model.log_frames();
         assert!(logged < 10, "the next commit was logged from the start: {logged} pages in the log");
@@ -268,11 +265,11 @@ mod tests {
     fn a_writer_that_never_pauses_still_lets_the_log_restart() {
         let model = Model::new();
         // A transaction writes 400 pages, so the log passes the limit every two.
-        let checkpointer = model.checkpointer(500);
+        let writeback = model.log_writeback(500);
         let first = model.log_restarts();
         for _ in 0..60 {
             // What the store's writer does around each batch.
-            checkpointer.wait_while_restarting();
+            writeback.wait_while_restarting();
             model
                 .writer
                 .execute_batch(
@@ -280,9 +277,9 @@ mod tests {
                      INSERT INTO t (v) SELECT zeroblob(7000) FROM n;",
                 )
                 .expect("insert");
-            checkpointer.wake();
+            writeback.wake();
         }
-        drop(checkpointer);
+        drop(writeback);
         // Left to SQLite's busy handler, a restart rarely finds a moment between two transactions.
         let restarts = model.log_restarts() - first;
         assert!(restarts >= 3, "the log restarted {restarts} times in 60 transactions");
@@ -291,10 +288,10 @@ mod tests {
     #[test]
     fn a_short_log_is_kept_for_the_writer_to_reuse() {
         let model = Model::new();
-        let checkpointer = model.checkpointer(RESTART_AFTER_FRAMES);
+        let writeback = model.log_writeback(RESTART_AFTER_FRAMES);
         model.writer.execute("INSERT INTO t (v) VALUES (zeroblob(70000))", []).expect("insert");
-        checkpointer.wake();
-        drop(checkpointer);
+        writeback.wake();
+        drop(writeback);
         assert!(model.log_size() > 0);
     }
 }
