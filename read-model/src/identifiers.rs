@@ -1,6 +1,7 @@
 //! Identifier rules shared by the projector (which validates events) and the
-//! query API (which validates requests): ISWC and ISRC shapes, and the
-//! `SANDBOX-` prefix that separates simulated records from real ones.
+//! query API (which validates requests): ISWC and ISRC shapes, the check
+//! characters of IPI name numbers and ISNIs, and the `SANDBOX-` prefix that
+//! separates simulated records from real ones.
 
 use serde::{Deserialize, Serialize};
 
@@ -42,6 +43,14 @@ pub enum IdentifierError {
         "an ISRC is two letters, three letters or digits, two digits and five digits (for example US-S1Z-99-00001)"
     )]
     IsrcShape,
+    #[error("an IPI name number is eleven digits")]
+    IpiShape,
+    #[error("the IPI name number's last two digits are not the check number of its first nine")]
+    IpiCheckNumber,
+    #[error("an ISNI is fifteen digits and a check character (a digit or X), optionally in groups of four")]
+    IsniShape,
+    #[error("the ISNI check character does not match its fifteen digits")]
+    IsniCheckCharacter,
 }
 
 /// Normalizes an ISWC to `T` + ten digits, checking shape and check digit.
@@ -105,6 +114,56 @@ pub fn normalize_isrc(text: &str) -> Result<String, IdentifierError> {
     if shape_ok && hyphens_ok { Ok(compact) } else { Err(IdentifierError::IsrcShape) }
 }
 
+/// Checks an IPI name number: eleven digits, the last two the check number
+/// of the first nine (each weighted 10 down to 2, the sum taken modulo 101).
+pub fn normalize_ipi(text: &str) -> Result<String, IdentifierError> {
+    let compact = text.trim();
+    if compact.len() != 11 || !compact.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(IdentifierError::IpiShape);
+    }
+    let digits: Vec<u32> = compact.bytes().map(|b| u32::from(b - b'0')).collect();
+    if ipi_check_number(&digits[..9]) != digits[9] * 10 + digits[10] {
+        return Err(IdentifierError::IpiCheckNumber);
+    }
+    Ok(compact.to_owned())
+}
+
+/// The two-digit check number of an IPI name number's first nine digits.
+pub fn ipi_check_number(nine_digits: &[u32]) -> u32 {
+    let weighted: u32 = nine_digits.iter().zip((2..=10).rev()).map(|(digit, weight)| digit * weight).sum();
+    match weighted % 101 {
+        0 => 0,
+        remainder => (101 - remainder) % 100,
+    }
+}
+
+/// Normalizes an ISNI to sixteen characters without spaces: fifteen digits
+/// and a check character (ISO 7064 MOD 11-2, `X` for ten). Accepts the
+/// printed form in groups of four (`0000 0001 2281 955X`).
+pub fn normalize_isni(text: &str) -> Result<String, IdentifierError> {
+    let trimmed = text.trim();
+    let compact: String = trimmed.chars().filter(|c| *c != ' ').collect::<String>().to_ascii_uppercase();
+    let bytes = compact.as_bytes();
+    let grouped = !trimmed.contains(' ') || trimmed.split(' ').map(str::len).eq([4, 4, 4, 4]);
+    if bytes.len() != 16 || !grouped || !bytes[..15].iter().all(u8::is_ascii_digit) {
+        return Err(IdentifierError::IsniShape);
+    }
+    let digits: Vec<u32> = bytes[..15].iter().map(|b| u32::from(b - b'0')).collect();
+    if char::from(bytes[15]) != isni_check_character(&digits) {
+        return Err(IdentifierError::IsniCheckCharacter);
+    }
+    Ok(compact)
+}
+
+/// The ISO 7064 MOD 11-2 check character of an ISNI's fifteen digits.
+pub fn isni_check_character(fifteen_digits: &[u32]) -> char {
+    let total = fifteen_digits.iter().fold(0, |total, digit| (total + digit) * 2 % 11);
+    match (12 - total) % 11 {
+        10 => 'X',
+        check => char::from_digit(check, 10).unwrap_or('0'),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -147,6 +206,29 @@ mod tests {
     fn isrc_rejects_bad_shapes() {
         for bad in ["", "US-S1Z-99-0001", "1SS1Z9900001", "USS1Z99000A1", "USS-1Z-99-00001", "USS1Z99000012"] {
             assert_eq!(normalize_isrc(bad), Err(IdentifierError::IsrcShape), "{bad}");
+        }
+    }
+
+    #[test]
+    fn ipi_name_numbers_carry_a_two_digit_check_number() {
+        assert_eq!(normalize_ipi(" 00052210040 ").as_deref(), Ok("00052210040"));
+        assert_eq!(normalize_ipi("00052210041"), Err(IdentifierError::IpiCheckNumber));
+        for bad in ["", "0005221004", "000522100400", "0005221004O"] {
+            assert_eq!(normalize_ipi(bad), Err(IdentifierError::IpiShape), "{bad}");
+        }
+        let nine = [2, 7, 1, 8, 2, 8, 1, 8, 2];
+        let valid: Vec<u32> = (0..100).filter(|check| normalize_ipi(&format!("271828182{check:02}")).is_ok()).collect();
+        assert_eq!(valid, vec![ipi_check_number(&nine)], "exactly one check number per base");
+    }
+
+    #[test]
+    fn isni_check_characters_follow_iso_7064_mod_11_2() {
+        // Published ISNIs, one of them with the check character X.
+        assert_eq!(normalize_isni("0000 0001 2281 955X").as_deref(), Ok("000000012281955X"));
+        assert_eq!(normalize_isni("0000000121032683").as_deref(), Ok("0000000121032683"));
+        assert_eq!(normalize_isni("0000000121032684"), Err(IdentifierError::IsniCheckCharacter));
+        for bad in ["", "000000012103268", "00000001210326833", "0000 00012103 2683", "X000000121032683"] {
+            assert_eq!(normalize_isni(bad), Err(IdentifierError::IsniShape), "{bad}");
         }
     }
 

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use read_model::identifiers::{Audience, normalize_isrc, normalize_iswc};
+use read_model::identifiers::{Audience, normalize_ipi, normalize_isni, normalize_isrc, normalize_iswc};
 
 use super::{Change, Event, WorkAmendment, WorkRecord};
 
@@ -89,9 +89,13 @@ pub fn validate(mut event: Event) -> Result<Event, String> {
             }
         }
         Change::CertificateIssued { sha256, .. } => check_sha256("sha256", sha256)?,
-        Change::PartyRegistered(profile) if profile.name.trim().is_empty() => {
-            return Err("profile.name is empty".into());
+        Change::PartyRegistered(profile) => {
+            if profile.name.trim().is_empty() {
+                return Err("profile.name is empty".into());
+            }
+            normalize_party_identifiers("profile.", &mut profile.ipi, &mut profile.isni)?;
         }
+        Change::PartyIdentifiersChanged { ipi, isni } => normalize_party_identifiers("", ipi, isni)?,
         Change::PartyRenamed { name } if name.trim().is_empty() => {
             return Err("name is empty".into());
         }
@@ -121,6 +125,21 @@ fn normalize_amendment(amendment: &mut WorkAmendment) -> Result<(), String> {
     }
     if let Some(isrcs) = &amendment.isrcs {
         amendment.isrcs = Some(normalize_isrcs(isrcs)?);
+    }
+    Ok(())
+}
+
+/// Checks a party's IPI name number and ISNI, when given, and writes them in their compact forms.
+fn normalize_party_identifiers(
+    prefix: &str,
+    ipi: &mut Option<String>,
+    isni: &mut Option<String>,
+) -> Result<(), String> {
+    if let Some(value) = ipi.as_deref() {
+        *ipi = Some(normalize_ipi(value).map_err(|error| format!("{prefix}ipi {value:?}: {error}"))?);
+    }
+    if let Some(value) = isni.as_deref() {
+        *isni = Some(normalize_isni(value).map_err(|error| format!("{prefix}isni {value:?}: {error}"))?);
     }
     Ok(())
 }

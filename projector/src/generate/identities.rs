@@ -4,7 +4,7 @@
 
 use read_model::calendar::Date;
 use read_model::documents::PartyKind;
-use read_model::identifiers::iswc_check_digit;
+use read_model::identifiers::{ipi_check_number, isni_check_character, iswc_check_digit};
 
 use super::drafts::PersonalData;
 use super::random::Random;
@@ -45,8 +45,8 @@ pub fn party(random: &mut Random, index: usize, organisation: bool) -> (PartyPro
     let profile = PartyProfile {
         name,
         kind: if organisation { PartyKind::Organisation } else { PartyKind::Person },
-        ipi: random.chance(60).then(|| random.digits(11)),
-        isni: random.chance(30).then(|| random.digits(16)),
+        ipi: random.chance(60).then(|| ipi_from(&random.digits(11))),
+        isni: random.chance(30).then(|| isni_from(&random.digits(16))),
     };
     (profile, personal_data(random, index))
 }
@@ -72,4 +72,36 @@ pub fn iswc_for(serial: u64) -> String {
     let nine = format!("{:09}", serial % 1_000_000_000);
     let digits: Vec<u32> = nine.bytes().map(|byte| u32::from(byte - b'0')).collect();
     format!("T{nine}{}", iswc_check_digit(&digits))
+}
+
+/// A valid IPI name number whose first nine digits are those of `digits`.
+pub fn ipi_from(digits: &str) -> String {
+    let base = &digits[..9];
+    format!("{base}{:02}", ipi_check_number(&digit_values(base)))
+}
+
+/// A valid ISNI whose first fifteen digits are those of `digits`.
+pub fn isni_from(digits: &str) -> String {
+    let base = &digits[..15];
+    format!("{base}{}", isni_check_character(&digit_values(base)))
+}
+
+fn digit_values(digits: &str) -> Vec<u32> {
+    digits.bytes().map(|byte| u32::from(byte - b'0')).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use read_model::identifiers::{normalize_ipi, normalize_isni};
+
+    use super::*;
+
+    #[test]
+    fn generated_identifiers_carry_valid_check_characters() {
+        let mut random = Random::new(5);
+        for _ in 0..500 {
+            assert!(normalize_ipi(&ipi_from(&random.digits(11))).is_ok());
+            assert!(normalize_isni(&isni_from(&random.digits(16))).is_ok());
+        }
+    }
 }

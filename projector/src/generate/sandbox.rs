@@ -8,7 +8,7 @@ use read_model::calendar::{Date, Timestamp};
 use read_model::documents::{CreatorRole, HolderRole, LicenseKind, LicenseStatus, PartyKind, RightType, WorkType};
 
 use super::drafts::{DAY, Draft, Payload, PersonalData};
-use super::identities::iswc_for;
+use super::identities::{ipi_from, isni_from, iswc_for};
 use crate::contract::Topic;
 use crate::events::{Creator, LicenseGrant, PartyProfile, RightRecord, WorkRecord};
 
@@ -18,7 +18,11 @@ pub const SANDBOX_WORKS: usize = 16;
 /// 2025-01-06T09:00:00Z.
 const START: i64 = 1_736_154_000_000;
 
-fn party(id: &str, name: &str, kind: PartyKind, at: i64) -> Draft {
+/// A sandbox party: `SANDBOX-PTY-000N` with an IPI name number of its own
+/// and, when `with_isni`, an ISNI, both with valid check characters.
+fn party(number: u32, name: &str, kind: PartyKind, at: i64, with_isni: bool) -> Draft {
+    let id = format!("SANDBOX-PTY-{number:04}");
+    let id = id.as_str();
     let personal = PersonalData {
         email: format!("{}@sandbox-personal.invalid", id.to_ascii_lowercase()),
         phone: "+99 700000000".to_owned(),
@@ -26,8 +30,31 @@ fn party(id: &str, name: &str, kind: PartyKind, at: i64) -> Draft {
         birth_date: Date::from_ymd(1950, 5, 17),
         national_id: format!("NID-{id}"),
     };
-    let profile = PartyProfile { name: name.to_owned(), kind, ipi: Some("00052210040".to_owned()), isni: None };
+    let profile = PartyProfile {
+        name: name.to_owned(),
+        kind,
+        ipi: Some(ipi_from(&format!("{:09}", 100_277_000 + number * 1_013))),
+        isni: with_isni.then(|| isni_from(&format!("00000004{:07}", 2_770_000 + number * 101))),
+    };
     Draft::new(Topic::Parties, id, at, Payload::PartyRegistered(profile, personal))
+}
+
+/// The SHA-256 of a sandbox work's registered file, whose content is the
+/// UTF-8 text `"<lccId>: <title>\n"`: a client can recompute it and try
+/// `GET /rights/{lccId}/verify?sha256=…` with a hash that matches.
+pub fn file_sha256(lcc_id: &str, title: &str) -> String {
+    sha256_hex(&format!("{lcc_id}: {title}\n"))
+}
+
+/// The SHA-256 of a sandbox certificate, whose content is the UTF-8 text
+/// `"<certificate id> certifies <lccId>\n"`.
+pub fn certificate_sha256(certificate_id: &str, lcc_id: &str) -> String {
+    sha256_hex(&format!("{certificate_id} certifies {lcc_id}\n"))
+}
+
+fn sha256_hex(content: &str) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(content.as_bytes()).iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
 fn work(number: usize, title: &str, at: i64) -> (String, WorkRecord) {
@@ -45,7 +72,7 @@ fn work(number: usize, title: &str, at: i64) -> (String, WorkRecord) {
         subjects: vec!["sandbox".to_owned()],
         publisher_party_id: None,
         related_work_ids: Vec::new(),
-        file_sha256: format!("{number:02x}{}", "5a".repeat(31)),
+        file_sha256: file_sha256(&id, title),
         file_format: Some("audio/flac".to_owned()),
         earliest_recorded_at: Timestamp(at - DAY),
     };
@@ -80,11 +107,11 @@ pub fn sandbox_world() -> Vec<Draft> {
     let far_future = Date::from_ymd(2110, 12, 31).unwrap_or(Date(0));
     let expired = Date::from_ymd(1999, 12, 31).unwrap_or(Date(0));
     let mut drafts = vec![
-        party("SANDBOX-PTY-0001", "Ada Sandbox", PartyKind::Person, START - 10 * DAY),
-        party("SANDBOX-PTY-0002", "Bruno Example", PartyKind::Person, START - 10 * DAY),
-        party("SANDBOX-PTY-0003", "Sandbox Music Publishing", PartyKind::Organisation, START - 10 * DAY),
-        party("SANDBOX-PTY-0004", "Chiara Performer", PartyKind::Person, START - 10 * DAY),
-        party("SANDBOX-PTY-0005", "Sandbox Broadcasting Ltd", PartyKind::Organisation, START - 10 * DAY),
+        party(1, "Ada Sandbox", PartyKind::Person, START - 10 * DAY, true),
+        party(2, "Bruno Example", PartyKind::Person, START - 10 * DAY, false),
+        party(3, "Sandbox Music Publishing", PartyKind::Organisation, START - 10 * DAY, true),
+        party(4, "Chiara Performer", PartyKind::Person, START - 10 * DAY, true),
+        party(5, "Sandbox Broadcasting Ltd", PartyKind::Organisation, START - 10 * DAY, false),
     ];
     let single = |id: &str| {
         vec![right(id, "A0", RightType::AuthorsRight, "SANDBOX-PTY-0001", HolderRole::Composer, 10_000, far_future)]
@@ -161,7 +188,7 @@ pub fn sandbox_world() -> Vec<Draft> {
             at + 120_000,
             Payload::CertificateIssued(
                 certificate.clone(),
-                format!("{number:02x}{}", "c3".repeat(31)),
+                certificate_sha256(&certificate, &id),
                 Timestamp(at + 120_000),
             ),
         ));
@@ -269,4 +296,47 @@ pub fn sandbox_world() -> Vec<Draft> {
         }
     }
     drafts
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use read_model::identifiers::{normalize_ipi, normalize_isni};
+
+    use super::*;
+
+    #[test]
+    fn each_party_has_its_own_valid_ipi_and_some_a_valid_isni() {
+        let profiles: Vec<PartyProfile> = sandbox_world()
+            .into_iter()
+            .filter_map(|draft| match draft.payload {
+                Payload::PartyRegistered(profile, _) => Some(profile),
+                _ => None,
+            })
+            .collect();
+        let ipis: BTreeSet<&str> = profiles.iter().filter_map(|profile| profile.ipi.as_deref()).collect();
+        assert_eq!(ipis.len(), profiles.len(), "one IPI per party: {ipis:?}");
+        assert!(ipis.iter().all(|ipi| normalize_ipi(ipi).is_ok()), "{ipis:?}");
+        let isnis: Vec<&str> = profiles.iter().filter_map(|profile| profile.isni.as_deref()).collect();
+        assert!(!isnis.is_empty() && isnis.len() < profiles.len(), "some parties have an ISNI: {isnis:?}");
+        assert!(isnis.iter().all(|isni| normalize_isni(isni).is_ok()), "{isnis:?}");
+    }
+
+    #[test]
+    fn file_hashes_are_the_sha256_of_the_content_they_name() {
+        // `printf 'SANDBOX-LCC-0001: Morning River\n' | sha256sum`
+        assert_eq!(
+            file_sha256("SANDBOX-LCC-0001", "Morning River"),
+            "1e7d6c8bce1082954d75df6e5d4668cdfa00515477b38f5c4b6e22926839322a"
+        );
+        let hashes: BTreeSet<String> = sandbox_world()
+            .into_iter()
+            .filter_map(|draft| match draft.payload {
+                Payload::WorkRegistered(record) => Some(record.file_sha256),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(hashes.len(), SANDBOX_WORKS, "each work has a file of its own");
+    }
 }

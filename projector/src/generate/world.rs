@@ -12,7 +12,7 @@ use read_model::calendar::{Date, Timestamp};
 use read_model::documents::{CreatorRole, HolderRole, RightType, WorkType};
 
 use super::drafts::{DAY, Draft, Payload, TERRITORIES, TIMELINE_DAYS, TIMELINE_START};
-use super::identities::{iswc_for, party, personal_data};
+use super::identities::{ipi_from, iswc_for, party, personal_data};
 use super::licenses::generate_license;
 use super::malformed::mix_in_malformed_events;
 use super::random::Random;
@@ -60,7 +60,7 @@ pub fn production_world(works: usize, random: &mut Random) -> Vec<Draft> {
                 Topic::Parties,
                 &id,
                 later,
-                Payload::PartyIdentifiers(Some(parties.digits(11)), None),
+                Payload::PartyIdentifiers(Some(ipi_from(&parties.digits(11))), None),
             ));
         }
         if parties.chance(5) {
