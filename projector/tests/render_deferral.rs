@@ -14,7 +14,7 @@ use projector::dead_letter::DeadLetterFile;
 use projector::generate::drafts::{Draft, Payload};
 use projector::projection::batch::{Rendering, project_batch};
 use projector::render_deferral::RenderDeferral;
-use projector::runner::{NoObserver, RunOptions, run};
+use projector::runner::{BatchObserver, CommittedBatch, NoObserver, RunOptions, run};
 use projector::source::SourcedEvent;
 use projector::source::file::FileSource;
 use projector::source::{SourceFeed, SourceMessage};
@@ -354,15 +354,17 @@ async fn a_linger_cut_keeps_documents_waiting_until_the_source_says_it_has_caugh
         },
     };
     let store: Arc<dyn Store> = Arc::new(projection.store.clone());
-    let run =
-        tokio::spawn(run(store, ModelVersion(1), feed, Box::new(letters), Arc::new(NoObserver), options, async {
-            std::future::pending::<()>().await;
-        }));
+    let committed = Arc::new(CommittedBatches::default());
+    let observer = Arc::clone(&committed) as Arc<dyn BatchObserver>;
+    let run = tokio::spawn(run(store, ModelVersion(1), feed, Box::new(letters), observer, options, async {
+        std::future::pending::<()>().await;
+    }));
     for event in events {
         sender.send(SourceMessage::Event(event)).await.expect("the loop receives");
     }
     sender.send(SourceMessage::Event(last)).await.expect("the loop receives");
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The full batch, then the last event alone once the linger cut it.
+    committed.wait_for(2).await;
     let read = |kind| projection.store.document(kind, "LCC-1");
     assert_eq!(read(DocumentKind::RightsProfile).await.expect("read"), None, "waiting past the linger cut");
     assert_eq!(projection.store.provenance("LCC-1").await.expect("provenance").len(), 3, "the states are written");
@@ -372,4 +374,34 @@ async fn a_linger_cut_keeps_documents_waiting_until_the_source_says_it_has_caugh
     let totals = run.await.expect("task").expect("run");
     assert_eq!(totals.applied, 4);
     assert!(read(DocumentKind::RightsProfile).await.expect("read").is_some(), "rendered once caught up");
+}
+
+/// Counts the batches the loop reports committed, so a test can wait for a
+/// batch to be written instead of sleeping.
+#[derive(Debug, Default)]
+struct CommittedBatches {
+    count: Mutex<u64>,
+    changed: tokio::sync::Notify,
+}
+
+impl CommittedBatches {
+    /// Waits until `count` batches have committed, for at most ten seconds.
+    async fn wait_for(&self, count: u64) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let changed = self.changed.notified();
+            if *self.count.lock().expect("count") >= count {
+                return;
+            }
+            let waited = tokio::time::timeout_at(deadline, changed).await;
+            assert!(waited.is_ok(), "only {} of {count} batches committed", self.count.lock().expect("count"));
+        }
+    }
+}
+
+impl BatchObserver for CommittedBatches {
+    fn batch_committed(&self, _: &CommittedBatch<'_>) {
+        *self.count.lock().expect("count") += 1;
+        self.changed.notify_waiters();
+    }
 }

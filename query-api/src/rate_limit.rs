@@ -15,6 +15,12 @@
 //! quota is short. The sweep runs when the number of clients has doubled
 //! since the last one, so its cost is spread over the clients it removes.
 //!
+//! Why governor's keyed limiters and not `tower_governor`: that layer takes
+//! one quota per layer and answers refusals itself, while here the quota
+//! depends on the key (a production key may carry its own), is checked
+//! after the key is authenticated and before the scope, and its headers go
+//! on every answer, refusals of scope or audience included.
+//!
 //! This module must not know where a client comes from (key or address):
 //! callers name the client. State is per replica.
 

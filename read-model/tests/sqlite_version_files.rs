@@ -27,9 +27,18 @@ async fn read(store: &SqliteStore) -> String {
     String::from_utf8(body).expect("utf-8")
 }
 
-/// Longer than a reader trusts its idea of the active version (500 ms).
-async fn wait_for_readers_to_follow() {
-    tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+/// Waits until `api` reads `expected`: a reader trusts its idea of the
+/// active version for 500 ms, then follows the catalog.
+async fn wait_until_read(api: &SqliteStore, expected: &str) {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let found = read(api).await;
+        if found == expected {
+            return;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "the reader still reads {found:?}, not {expected:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
 }
 
 async fn a_version_created_anew_is_read_from_its_new_file(api_cache_bytes: u64) {
@@ -46,14 +55,12 @@ async fn a_version_created_anew_is_read_from_its_new_file(api_cache_bytes: u64) 
     assert_eq!(read(&api).await, "version 2, first file");
 
     projector.activate_model_version(V1).await.expect("activate 1");
-    wait_for_readers_to_follow().await;
-    assert_eq!(read(&api).await, "version 1");
+    wait_until_read(&api, "version 1").await;
     projector.drop_model_version(V2).await.expect("drop 2");
     projector.create_model_version(V2).await.expect("create 2 again");
     write(&projector, V2, "version 2, second file").await;
     projector.activate_model_version(V2).await.expect("activate 2 again");
-    wait_for_readers_to_follow().await;
-    assert_eq!(read(&api).await, "version 2, second file");
+    wait_until_read(&api, "version 2, second file").await;
 }
 
 #[tokio::test]
