@@ -50,9 +50,14 @@ pub async fn trace(request: Request, next: Next) -> Response {
     response
 }
 
-/// Visible ASCII without spaces, at most [`MAX_REQUEST_ID_LENGTH`] bytes: what a log line can carry safely.
+/// Visible ASCII without spaces, at most [`MAX_REQUEST_ID_LENGTH`] bytes,
+/// and not an API key that a client put in the wrong header: what a log
+/// line can carry safely.
 fn is_well_formed(id: &[u8]) -> bool {
-    !id.is_empty() && id.len() <= MAX_REQUEST_ID_LENGTH && id.iter().all(|byte| byte.is_ascii_graphic())
+    !id.is_empty()
+        && id.len() <= MAX_REQUEST_ID_LENGTH
+        && id.iter().all(|byte| byte.is_ascii_graphic())
+        && !id.starts_with(b"lcc_")
 }
 
 /// A random per-process prefix and a counter: unique across replicas and
@@ -80,6 +85,7 @@ mod tests {
         assert!(!is_well_formed(b"two words"));
         assert!(!is_well_formed("caf\u{e9}".as_bytes()));
         assert!(!is_well_formed(&[b'a'; MAX_REQUEST_ID_LENGTH + 1]));
+        assert!(!is_well_formed(b"lcc_live_0123456789abcdef"), "a key is never logged as an id");
     }
 
     #[test]
