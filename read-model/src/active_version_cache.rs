@@ -9,6 +9,7 @@
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use crate::clock::Clock;
 use crate::store::ModelVersion;
 
 /// How long a reader trusts its cached idea of the active version.
@@ -18,18 +19,24 @@ pub const ACTIVE_VERSION_TTL: Duration = Duration::from_millis(500);
 #[derive(Debug, Default)]
 pub struct ActiveVersionCache {
     entry: Mutex<Option<(Option<ModelVersion>, Instant)>>,
+    clock: Clock,
 }
 
 impl ActiveVersionCache {
+    /// A cache that reads the time from `clock`.
+    pub fn with_clock(clock: Clock) -> ActiveVersionCache {
+        ActiveVersionCache { entry: Mutex::new(None), clock }
+    }
+
     /// The cached answer, if it is fresh.
     pub fn fresh(&self) -> Option<Option<ModelVersion>> {
         let entry = self.entry.lock().unwrap_or_else(PoisonError::into_inner);
-        entry.filter(|(_, read_at)| read_at.elapsed() < ACTIVE_VERSION_TTL).map(|(version, _)| version)
+        entry.filter(|(_, read_at)| self.clock.since(*read_at) < ACTIVE_VERSION_TTL).map(|(version, _)| version)
     }
 
     /// Records the active version as just read from, or written to, the catalog.
     pub fn record(&self, version: Option<ModelVersion>) {
-        *self.entry.lock().unwrap_or_else(PoisonError::into_inner) = Some((version, Instant::now()));
+        *self.entry.lock().unwrap_or_else(PoisonError::into_inner) = Some((version, self.clock.now()));
     }
 
     /// Forgets the cached answer, so the next reader asks the catalog.
@@ -52,5 +59,16 @@ mod tests {
         assert_eq!(cache.fresh(), Some(Some(ModelVersion(2))));
         cache.forget();
         assert_eq!(cache.fresh(), None);
+    }
+
+    #[test]
+    fn a_recorded_version_is_trusted_for_its_time_to_live_only() {
+        let clock = Clock::manual();
+        let cache = ActiveVersionCache::with_clock(clock.clone());
+        cache.record(Some(ModelVersion(1)));
+        clock.advance(ACTIVE_VERSION_TTL - Duration::from_millis(1));
+        assert_eq!(cache.fresh(), Some(Some(ModelVersion(1))));
+        clock.advance(Duration::from_millis(1));
+        assert_eq!(cache.fresh(), None, "asked again once the time to live has passed");
     }
 }

@@ -12,6 +12,7 @@ mod active_version_cache;
 pub mod api_keys;
 pub mod bulk;
 pub mod calendar;
+pub mod clock;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 pub mod documents;

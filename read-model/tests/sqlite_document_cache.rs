@@ -2,12 +2,14 @@
 //! stores on one directory stand for the query API and the projector. A
 //! cached document must never outlive a batch that changed it by more than
 //! a pooled reader's snapshot may (10 ms), while documents no batch changed
-//! keep being answered from memory.
+//! keep being answered from memory. Time is a manual clock the tests move,
+//! so a bound is checked by moving past it, not by sleeping.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use read_model::clock::Clock;
 use read_model::documents::DocumentKind;
 use read_model::{
     DocumentCacheStatistics, DocumentReads, DocumentWrite, ModelVersion, ModelVersions, ProjectionWrites, SqliteStore,
@@ -16,13 +18,15 @@ use read_model::{
 
 const V1: ModelVersion = ModelVersion(1);
 
-/// Longer than a pooled reader may reuse its snapshot.
-const FRESHNESS_BOUND: Duration = Duration::from_millis(30);
+/// How long a pooled reader may reuse its snapshot, and the cache vouch for what it holds.
+const FRESHNESS_BOUND: Duration = Duration::from_millis(10);
 
 struct TwoProcesses {
     directory: tempfile::TempDir,
     projector: SqliteStore,
     api: SqliteStore,
+    /// The API's clock.
+    clock: Clock,
 }
 
 async fn two_processes(api_cache_bytes: u64) -> TwoProcesses {
@@ -31,8 +35,10 @@ async fn two_processes(api_cache_bytes: u64) -> TwoProcesses {
     projector.migrate().await.expect("migrate");
     projector.create_model_version(V1).await.expect("create");
     projector.activate_model_version(V1).await.expect("activate");
-    let api = SqliteStore::open_with_document_cache(directory.path(), api_cache_bytes).expect("open a second time");
-    TwoProcesses { directory, projector, api }
+    let clock = Clock::manual();
+    let api =
+        SqliteStore::open_with_clock(directory.path(), api_cache_bytes, clock.clone()).expect("open a second time");
+    TwoProcesses { directory, projector, api, clock }
 }
 
 fn profile(key: &str, body: Option<&str>) -> DocumentWrite {
@@ -68,7 +74,8 @@ async fn a_batch_drops_the_documents_it_changed_and_only_those() {
     assert_eq!(statistics(&stores.api).hits, before.hits + 1, "a repeated read is answered from memory");
 
     write(&stores.projector, vec![profile("LCC-1", Some("one, second"))]).await;
-    tokio::time::sleep(FRESHNESS_BOUND).await;
+    assert_eq!(read(&stores.api, "LCC-1").await.as_deref(), Some("one, first"), "within the bound, as a snapshot");
+    stores.clock.advance(FRESHNESS_BOUND);
     let before = statistics(&stores.api);
     assert_eq!(read(&stores.api, "LCC-1").await.as_deref(), Some("one, second"));
     assert_eq!(read(&stores.api, "LCC-2").await.as_deref(), Some("two"));
@@ -85,7 +92,7 @@ async fn a_deleted_document_is_not_served_from_memory() {
     assert_eq!(read(&stores.api, "LCC-1").await.as_deref(), Some("one"));
     assert_eq!(read(&stores.api, "LCC-1").await.as_deref(), Some("one"));
     write(&stores.projector, vec![profile("LCC-1", None)]).await;
-    tokio::time::sleep(FRESHNESS_BOUND).await;
+    stores.clock.advance(FRESHNESS_BOUND);
     assert_eq!(read(&stores.api, "LCC-1").await, None);
 }
 
@@ -107,7 +114,7 @@ async fn a_cache_that_fell_far_behind_drops_everything() {
     for version in 1..=100 {
         write(&stores.projector, vec![profile("LCC-1", Some(&format!("v{version}")))]).await;
     }
-    tokio::time::sleep(FRESHNESS_BOUND).await;
+    stores.clock.advance(FRESHNESS_BOUND);
     assert_eq!(read(&stores.api, "LCC-1").await.as_deref(), Some("v100"));
     assert_eq!(statistics(&stores.api).resets, 1);
     let before = statistics(&stores.api);
@@ -142,7 +149,7 @@ async fn a_model_file_without_change_records_is_read_without_the_cache() {
         .expect("open")
         .execute("UPDATE work_documents SET rights_profile = CAST('second' AS BLOB) WHERE id = 'LCC-1'", [])
         .expect("update");
-    tokio::time::sleep(FRESHNESS_BOUND).await;
+    stores.clock.advance(FRESHNESS_BOUND);
     assert_eq!(read(&stores.api, "LCC-1").await.as_deref(), Some("second"), "nothing stale was kept");
     assert_eq!(statistics(&stores.api), DocumentCacheStatistics::default(), "every read went to the store");
 }
@@ -155,44 +162,45 @@ async fn a_store_without_a_cache_reports_none() {
     assert_eq!(stores.api.document_cache_statistics(), None);
 }
 
-/// How stale a read may be: a pooled reader reuses its snapshot for 10 ms.
-const STALENESS_ALLOWED: Duration = Duration::from_millis(11);
-
-/// Readers race a writer that rewrites one document many times. No read
-/// returns a version older than one committed more than [`STALENESS_ALLOWED`]
-/// before the read began (a document read before a change but kept after the
-/// change was applied would), and once the writer is done every reader sees
-/// the last version. Reads need not be monotonic: pooled readers hold
-/// snapshots of different ages, with or without a cache.
+/// Readers race a writer that rewrites one document many times, while the
+/// API's clock moves 4 ms after each commit. No read returns a version older
+/// than one committed more than [`FRESHNESS_BOUND`] before the read began, by
+/// that clock (a document read before a change but kept after the change was
+/// applied would), and once the writer is done and the bound has passed
+/// every reader sees the last version. Reads need not be monotonic: pooled
+/// readers hold snapshots of different ages, with or without a cache.
 async fn readers_race_a_writer(cache_bytes: u64) -> DocumentCacheStatistics {
     const VERSIONS: usize = 300;
     let stores = two_processes(cache_bytes).await;
     write(&stores.projector, vec![profile("LCC-1", Some("0"))]).await;
-    let committed: Arc<Mutex<Vec<Instant>>> = Arc::new(Mutex::new(vec![Instant::now()]));
+    let committed: Arc<Mutex<Vec<Instant>>> = Arc::new(Mutex::new(vec![stores.clock.now()]));
     let done = Arc::new(AtomicBool::new(false));
     let readers: Vec<_> = (0..3)
         .map(|_| {
-            let (api, committed, done) = (stores.api.clone(), Arc::clone(&committed), Arc::clone(&done));
+            let (api, clock) = (stores.api.clone(), stores.clock.clone());
+            let (committed, done) = (Arc::clone(&committed), Arc::clone(&done));
             tokio::spawn(async move {
                 while !done.load(Ordering::Acquire) {
-                    let began = Instant::now();
+                    let began = clock.now();
                     let seen: usize = read(&api, "LCC-1").await.expect("present").parse().expect("a number");
                     let due = {
                         let committed = committed.lock().expect("commit times");
-                        committed.iter().rposition(|&at| at + STALENESS_ALLOWED < began).unwrap_or(0)
+                        committed.iter().rposition(|&at| at + FRESHNESS_BOUND < began).unwrap_or(0)
                     };
                     assert!(seen >= due, "read version {seen}, but version {due} was committed well before");
                     tokio::task::yield_now().await;
                 }
-                tokio::time::sleep(FRESHNESS_BOUND).await;
                 read(&api, "LCC-1").await
             })
         })
         .collect();
     for version in 1..=VERSIONS {
         write(&stores.projector, vec![profile("LCC-1", Some(&version.to_string()))]).await;
-        committed.lock().expect("commit times").push(Instant::now());
+        committed.lock().expect("commit times").push(stores.clock.now());
+        stores.clock.advance(Duration::from_millis(4));
+        tokio::task::yield_now().await;
     }
+    stores.clock.advance(FRESHNESS_BOUND);
     done.store(true, Ordering::Release);
     for reader in readers {
         assert_eq!(reader.await.expect("reader").as_deref(), Some(VERSIONS.to_string().as_str()));

@@ -35,6 +35,7 @@ use rusqlite::Connection;
 use super::connections::{PageAccess, open_reader};
 use super::reader_pool::{ReaderPool, SNAPSHOT_REUSE};
 use super::reads;
+use crate::clock::Clock;
 use crate::documents::DocumentKind;
 use crate::store::{Body, DocumentCacheStatistics, StoreError};
 
@@ -62,6 +63,7 @@ pub(super) struct DocumentCache {
     applied_through: RwLock<i64>,
     /// A connection outside any transaction, so each refresh sees the newest commit.
     refresher: Mutex<Option<Connection>>,
+    clock: Clock,
     epoch: Instant,
     /// Until when, in nanoseconds since `epoch`, the last refresh vouches for the entries.
     fresh_until: AtomicU64,
@@ -124,14 +126,20 @@ impl Weighter<CachedDocument, Body> for BodyWeight {
 impl DocumentCache {
     /// A cache of the documents of the model file at `path`, holding up to
     /// `capacity_bytes` and counting into `counters`.
-    pub(super) fn new(path: PathBuf, capacity_bytes: u64, counters: Arc<DocumentCacheCounters>) -> DocumentCache {
+    pub(super) fn new(
+        path: PathBuf,
+        capacity_bytes: u64,
+        counters: Arc<DocumentCacheCounters>,
+        clock: Clock,
+    ) -> DocumentCache {
         let estimated_entries = usize::try_from(capacity_bytes / 2_048).unwrap_or(usize::MAX).max(16);
         DocumentCache {
             path,
             entries: Cache::with_weighter(estimated_entries, capacity_bytes, BodyWeight),
             applied_through: RwLock::new(NOTHING_APPLIED),
             refresher: Mutex::new(None),
-            epoch: Instant::now(),
+            epoch: clock.now(),
+            clock,
             fresh_until: AtomicU64::new(0),
             refreshed_generation: AtomicU64::new(0),
             refresh_failed_until: AtomicU64::new(0),
@@ -171,7 +179,7 @@ impl DocumentCache {
     }
 
     fn now(&self) -> u64 {
-        u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX)
+        u64::try_from(self.clock.since(self.epoch).as_nanos()).unwrap_or(u64::MAX)
     }
 
     fn is_fresh(&self, write_generation: u64) -> bool {

@@ -37,6 +37,7 @@ use self::reader_pool::ReaderPool;
 use self::wal_writeback::LogWriteback;
 use crate::active_version_cache::ActiveVersionCache;
 use crate::api_keys::{ApiKeyRecord, ApiKeys};
+use crate::clock::Clock;
 use crate::documents::DocumentKind;
 use crate::identifiers::Audience;
 use crate::store::{
@@ -62,6 +63,8 @@ struct Inner {
     document_cache_bytes: u64,
     document_cache_counters: Arc<DocumentCacheCounters>,
     api_keys: ApiKeyFile,
+    /// The time freshness bounds are kept by.
+    clock: Clock,
 }
 
 /// The connections to one model version's file.
@@ -150,6 +153,17 @@ impl SqliteStore {
         directory: impl AsRef<Path>,
         document_cache_bytes: u64,
     ) -> Result<SqliteStore, StoreError> {
+        SqliteStore::open_with_clock(directory, document_cache_bytes, Clock::system())
+    }
+
+    /// [`SqliteStore::open_with_document_cache`], with the freshness bounds
+    /// (a reader's snapshot, the cache's vouching, the active version) kept
+    /// by `clock`: tests drive a manual one.
+    pub fn open_with_clock(
+        directory: impl AsRef<Path>,
+        document_cache_bytes: u64,
+        clock: Clock,
+    ) -> Result<SqliteStore, StoreError> {
         let directory = directory.as_ref().to_path_buf();
         std::fs::create_dir_all(&directory)
             .map_err(|error| StoreError::Unavailable(format!("cannot create {}: {error}", directory.display())))?;
@@ -158,14 +172,15 @@ impl SqliteStore {
         schema::migrate_catalog(&mut catalog_writer)?;
         Ok(SqliteStore {
             inner: Arc::new(Inner {
-                catalog_readers: ReaderPool::new(catalog_path, PageAccess::MemoryMapped),
+                catalog_readers: ReaderPool::new(catalog_path, PageAccess::MemoryMapped, clock.clone()),
                 catalog_writer: Mutex::new(catalog_writer),
                 versions: Mutex::new(HashMap::new()),
-                active: ActiveVersionCache::default(),
+                active: ActiveVersionCache::with_clock(clock.clone()),
                 document_cache_bytes,
                 document_cache_counters: Arc::default(),
                 api_keys: ApiKeyFile::new(directory.join("api-keys.sqlite")),
                 directory,
+                clock,
             }),
         })
     }
@@ -191,8 +206,8 @@ impl SqliteStore {
                     let _ = identity.set(found);
                 }
                 Arc::new(VersionFile {
-                    readers: ReaderPool::new(path.clone(), PageAccess::MemoryMapped),
-                    state_readers: ReaderPool::new(path.clone(), PageAccess::Copied),
+                    readers: ReaderPool::new(path.clone(), PageAccess::MemoryMapped, self.inner.clock.clone()),
+                    state_readers: ReaderPool::new(path.clone(), PageAccess::Copied, self.inner.clock.clone()),
                     documents: OnceLock::new(),
                     identity,
                     path,
@@ -283,7 +298,12 @@ impl DocumentReads for SqliteStore {
         file.documents
             .get_or_init(|| {
                 let counters = Arc::clone(&self.inner.document_cache_counters);
-                DocumentCache::new(file.path.clone(), self.inner.document_cache_bytes, counters)
+                DocumentCache::new(
+                    file.path.clone(),
+                    self.inner.document_cache_bytes,
+                    counters,
+                    self.inner.clock.clone(),
+                )
             })
             .document(&file.readers, kind, key)
     }

@@ -26,6 +26,7 @@ use rusqlite::Connection;
 use super::connections::{PageAccess, open_reader};
 use super::errors::from_sqlite;
 use super::schema;
+use crate::clock::Clock;
 use crate::store::StoreError;
 
 /// How long a reader serves reads from one snapshot.
@@ -52,6 +53,8 @@ struct Shared {
     sweeper_running: AtomicBool,
     /// Set (under the `idle` lock) while the sweeper sleeps with nothing to sweep.
     sweeper_sleeping: AtomicBool,
+    /// The time snapshots age by.
+    clock: Clock,
 }
 
 #[derive(Debug)]
@@ -76,21 +79,22 @@ impl Reader {
     }
 
     /// Whether the snapshot may serve a read now.
-    fn snapshot_is_fresh(&self, write_generation: u64) -> bool {
+    fn snapshot_is_fresh(&self, write_generation: u64, clock: &Clock) -> bool {
         self.snapshot.is_some_and(|snapshot| {
-            snapshot.write_generation == write_generation && snapshot.opened.elapsed() < SNAPSHOT_REUSE
+            snapshot.write_generation == write_generation && clock.since(snapshot.opened) < SNAPSHOT_REUSE
         })
     }
 }
 
 impl ReaderPool {
-    pub(super) fn new(path: PathBuf, access: PageAccess) -> ReaderPool {
+    pub(super) fn new(path: PathBuf, access: PageAccess, clock: Clock) -> ReaderPool {
         let shared = Shared {
             idle: Mutex::new(Vec::new()),
             write_generation: AtomicU64::new(0),
             snapshot_parked: Condvar::new(),
             sweeper_running: AtomicBool::new(false),
             sweeper_sleeping: AtomicBool::new(false),
+            clock,
         };
         ReaderPool { path, access, shared: Arc::new(shared) }
     }
@@ -119,10 +123,10 @@ impl ReaderPool {
             None => Reader { connection: open_reader(&self.path, self.access)?, snapshot: None },
         };
         let result = (|| {
-            if !reader.snapshot_is_fresh(write_generation) {
+            if !reader.snapshot_is_fresh(write_generation, &self.shared.clock) {
                 reader.end_snapshot()?;
                 reader.connection.execute_batch("BEGIN").map_err(from_sqlite)?;
-                reader.snapshot = Some(Snapshot { opened: Instant::now(), write_generation });
+                reader.snapshot = Some(Snapshot { opened: self.shared.clock.now(), write_generation });
             }
             read(&reader.connection)
         })()
@@ -206,7 +210,7 @@ fn sweep_idle_snapshots(shared: &Weak<Shared>) {
         idle.retain_mut(|reader| {
             let Some(snapshot) = reader.snapshot else { return true };
             let expires = snapshot.opened + SNAPSHOT_REUSE;
-            if expires > Instant::now() {
+            if expires > shared.clock.now() {
                 next_expiry = Some(next_expiry.map_or(expires, |earliest| earliest.min(expires)));
                 return true;
             }
@@ -216,7 +220,7 @@ fn sweep_idle_snapshots(shared: &Weak<Shared>) {
         let wait = match next_expiry {
             Some(expires) => {
                 empty_sweeps = 0;
-                expires.saturating_duration_since(Instant::now())
+                expires.saturating_duration_since(shared.clock.now())
             }
             None if empty_sweeps < EMPTY_SWEEPS_BEFORE_SLEEP => {
                 empty_sweeps += 1;
@@ -254,7 +258,7 @@ mod tests {
     #[test]
     fn a_write_noted_by_this_process_is_seen_by_the_next_read() {
         let (_directory, path, writer) = file_with_one_row();
-        let pool = ReaderPool::new(path, PageAccess::MemoryMapped);
+        let pool = ReaderPool::new(path, PageAccess::MemoryMapped, Clock::system());
         assert_eq!(count(&pool), 1);
         writer.execute("INSERT INTO t VALUES (2)", []).expect("insert");
         pool.note_write();
@@ -264,19 +268,22 @@ mod tests {
     #[test]
     fn a_write_by_another_connection_is_seen_once_the_snapshot_has_aged() {
         let (_directory, path, writer) = file_with_one_row();
-        let pool = ReaderPool::new(path, PageAccess::MemoryMapped);
+        let clock = Clock::manual();
+        let pool = ReaderPool::new(path, PageAccess::MemoryMapped, clock.clone());
         assert_eq!(count(&pool), 1);
         // Not noted: as if another process wrote. The snapshot still serves
         // within its reuse window, and not after it.
         writer.execute("INSERT INTO t VALUES (2)", []).expect("insert");
-        std::thread::sleep(SNAPSHOT_REUSE * 2);
+        clock.advance(SNAPSHOT_REUSE - Duration::from_millis(1));
+        assert_eq!(count(&pool), 1, "the snapshot serves within its window");
+        clock.advance(Duration::from_millis(1));
         assert_eq!(count(&pool), 2);
     }
 
     #[test]
     fn idle_snapshots_are_ended_so_the_log_can_be_checkpointed() {
         let (_directory, path, writer) = file_with_one_row();
-        let pool = ReaderPool::new(path, PageAccess::MemoryMapped);
+        let pool = ReaderPool::new(path, PageAccess::MemoryMapped, Clock::system());
         assert_eq!(count(&pool), 1);
         assert!(pool.shared.lock_idle().iter().all(|reader| reader.snapshot.is_some()));
         let deadline = Instant::now() + Duration::from_secs(5);
@@ -293,7 +300,7 @@ mod tests {
     #[test]
     fn a_dropped_pool_closes_its_connections_at_once() {
         let (directory, path, writer) = file_with_one_row();
-        let pool = ReaderPool::new(path, PageAccess::MemoryMapped);
+        let pool = ReaderPool::new(path, PageAccess::MemoryMapped, Clock::system());
         // Parks a reader with a snapshot, which starts the sweeper; the sleep
         // lets the sweeper reach its wait, where it holds the pool.
         assert_eq!(count(&pool), 1);
