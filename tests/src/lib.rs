@@ -332,6 +332,19 @@ impl RunningService {
     pub fn start(environment: &[(&str, &str)], before_start: impl FnOnce(&Path)) -> RunningService {
         let data = tempfile::tempdir().expect("tempdir");
         before_start(data.path());
+        RunningService::start_in(data, environment)
+    }
+
+    /// Stops the service with SIGTERM and starts it again on the same data
+    /// directory, as a user who stops and reruns `cargo run --release`.
+    pub fn restart(mut self, environment: &[(&str, &str)]) -> RunningService {
+        let status = self.terminate();
+        assert!(status.success(), "SIGTERM stops the service cleanly: {status:?}");
+        let data = std::mem::replace(&mut self.data, tempfile::tempdir().expect("tempdir"));
+        RunningService::start_in(data, environment)
+    }
+
+    fn start_in(data: tempfile::TempDir, environment: &[(&str, &str)]) -> RunningService {
         let mut command = Command::new(binary("rights-service"));
         command
             .current_dir(workspace_root())
@@ -401,6 +414,10 @@ impl RunningService {
 
     /// SIGTERM, then the exit status.
     pub fn stop(mut self) -> std::process::ExitStatus {
+        self.terminate()
+    }
+
+    fn terminate(&mut self) -> std::process::ExitStatus {
         let killed = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status().expect("kill");
         assert!(killed.success());
         self.child.wait().expect("exit")

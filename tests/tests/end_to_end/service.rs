@@ -1,5 +1,6 @@
 //! The single-machine service as a user runs it (`cargo run --release`): the
-//! README's first session through the real binary, then SIGTERM.
+//! README's first session through the real binary, then SIGTERM; and a
+//! sandbox key that outlives a restart.
 
 use end_to_end_tests::{RunningService, external_check, http};
 
@@ -56,4 +57,20 @@ fn the_readme_first_session_works_against_the_real_service() {
 
     let status = service.stop();
     assert!(status.success(), "SIGTERM stops the service cleanly: {status:?}");
+}
+
+#[test]
+fn a_sandbox_key_survives_a_restart_with_a_secret_kept_owner_only_in_the_data_directory() {
+    use std::os::unix::fs::PermissionsExt;
+    let service = RunningService::start(&[], |_| {});
+    let key = service.register_sandbox_key();
+    let secret = service.data.path().join("sandbox-key-secret");
+    let mode = std::fs::metadata(&secret).expect("the secret is kept").permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "only its owner may read it");
+    let kept = std::fs::read(&secret).expect("secret");
+
+    let service = service.restart(&[]);
+    let (status, _, body) = service.request("GET", "/rights/SANDBOX-LCC-0002", &[("x-api-key", &key)], "");
+    assert_eq!(status, 200, "the key registered before the restart still works: {body}");
+    assert_eq!(std::fs::read(&secret).expect("secret"), kept, "the secret is reused, not made again");
 }
