@@ -15,6 +15,7 @@ mod kafka_faults;
 mod kafka_group;
 mod kafka_projection;
 mod kafka_rebuild;
+mod module_imports;
 mod operator_keys;
 mod ops_files;
 mod personal_data;
