@@ -33,12 +33,13 @@ pub async fn trace(request: Request, next: Next) -> Response {
         .filter(|value| is_well_formed(value.as_bytes()))
         .cloned()
         .unwrap_or_else(new_request_id);
-    let route = request.extensions().get::<MatchedPath>().map_or("unmatched", MatchedPath::as_str).to_owned();
+    // A shared string: cloning it allocates nothing.
+    let route = request.extensions().get::<MatchedPath>().cloned();
     let span = tracing::info_span!(
         "request",
         request_id = request_id.to_str().unwrap_or_default(),
         method = %request.method(),
-        route,
+        route = route.as_ref().map_or("unmatched", MatchedPath::as_str),
         status = tracing::field::Empty,
     );
     let mut response = next.run(request).instrument(span.clone()).await;
@@ -71,7 +72,8 @@ fn new_request_id() -> HeaderValue {
     });
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let id = format!("{}-{:010x}", *PREFIX, COUNTER.fetch_add(1, Ordering::Relaxed));
-    HeaderValue::from_str(&id).unwrap_or_else(|_| HeaderValue::from_static("unknown"))
+    // Taken over as it is, not copied: the id is hex and a dash.
+    HeaderValue::from_maybe_shared(axum::body::Bytes::from(id)).unwrap_or_else(|_| HeaderValue::from_static("unknown"))
 }
 
 #[cfg(test)]
