@@ -115,7 +115,7 @@ impl App {
         Ok(Granted { principal, rate })
     }
 
-    /// Answers a keyed request: runs `answer` once [`App::authorize`] lets
+    /// Answers a keyed request: runs `answer` once `App::authorize` lets
     /// the caller through and adds the rate-limit headers to what it returns,
     /// error or not; a refused caller gets the refusal and `answer` never runs.
     pub async fn answer_authorized(

@@ -1,8 +1,8 @@
 //! Dead letters: where the events the projector cannot use are parked, with
 //! their position and the reason, so that the stream goes on.
 //!
-//! [`DeadLetterSink`] is the interface the loop parks through; [`file`] is
-//! the file source's sink (one JSON line per event), [`topic`] the Kafka
+//! [`DeadLetterSink`] is the interface the loop parks through; [`mod@file`]
+//! is the file source's sink (one JSON line per event), [`topic`] the Kafka
 //! source's (the dead-letter topic, with the original message). A sink
 //! must not decide what is poison: the loop hands it what was rejected.
 

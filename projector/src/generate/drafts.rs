@@ -1,7 +1,7 @@
 //! The vocabulary of generated events before they are numbered: a
 //! [`Draft`] names its topic, aggregate, time and [`Payload`], and may carry
 //! a deliberate [`Malformation`]. The worlds ([`super::world`],
-//! [`super::sandbox`]) produce drafts; [`super::avro`] writes them.
+//! [`super::sandbox`]) produce drafts; the generator writes them as Avro.
 
 use read_model::calendar::{Date, Timestamp};
 use read_model::documents::LicenseStatus;

@@ -1,8 +1,8 @@
 //! The projection loop, the same for every source: read events, cut them
 //! into batches, project each batch, park what cannot be used, and write
-//! the batch atomically ([`writing`]); render what batches deferred
-//! ([`deferred_rendering`]); tell observers what committed ([`observer`]);
-//! wait while the store or a sink is unavailable ([`retry`]).
+//! the batch atomically (`writing`); render what batches deferred
+//! (`deferred_rendering`); tell observers what committed ([`BatchObserver`]);
+//! wait while the store or a sink is unavailable (`retry`).
 //!
 //! A batch is written when it is full, when it has waited its linger time,
 //! when the source has caught up, or at a barrier (a Kafka rebalance), after

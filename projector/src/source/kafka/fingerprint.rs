@@ -21,7 +21,7 @@ pub fn fingerprint(schema: &Schema) -> [u8; 8] {
 ///
 /// apache-avro 0.20 strips `logicalType` but then leaves the primitive it
 /// annotated wrapped (`{"type":"long"}`), where the specification's
-/// [PRIMITIVES] rule, and with it the Java and Python implementations, give
+/// \[PRIMITIVES\] rule, and with it the Java and Python implementations, give
 /// `"long"`. Fingerprints of schemas with logical types (every event here:
 /// the envelope's timestamps) would then differ from the producers'. The
 /// wrapped forms are unwrapped here; in canonical form a `{` followed by
