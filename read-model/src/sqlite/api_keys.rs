@@ -3,7 +3,7 @@
 //! catalog, so that every process on the directory sees the same keys.
 //!
 //! One connection, opened on first use and kept: the operator's commands
-//! write a row now and then, and the API reads the table twice a second.
+//! write a row now and then, and the API reads the table four times a second.
 //! It must not touch the catalog or any model version.
 
 use std::path::PathBuf;
