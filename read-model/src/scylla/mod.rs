@@ -19,6 +19,7 @@
 mod bulk_pages;
 mod errors;
 mod execution;
+mod prepared_versions;
 mod reads;
 mod row_mapping;
 pub mod schema;
@@ -28,8 +29,7 @@ mod statements;
 mod timestamps;
 mod writes;
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use scylla::client::execution_profile::ExecutionProfileHandle;
@@ -38,6 +38,7 @@ use tokio::sync::OnceCell;
 
 use self::errors::unavailable;
 use self::execution::{Prepared, execute, select};
+use self::prepared_versions::PreparedVersions;
 use self::reads::VersionReads;
 use self::schema::{CATALOG_CQL, MODEL_CQL, SCHEMA_REVISION, render};
 use self::settings::validate_keyspace;
@@ -68,7 +69,7 @@ struct Inner {
     settings: ScyllaSettings,
     /// Prepared once the catalog tables exist (after the first `migrate`).
     catalog: OnceCell<Prepared<CatalogStatement>>,
-    versions: Mutex<HashMap<ModelVersion, Arc<Prepared<ModelStatement>>>>,
+    versions: PreparedVersions<Prepared<ModelStatement>>,
     active: ActiveVersionCache,
 }
 
@@ -83,7 +84,7 @@ impl ScyllaStore {
                 read_profile,
                 settings,
                 catalog: OnceCell::new(),
-                versions: Mutex::new(HashMap::new()),
+                versions: PreparedVersions::default(),
                 active: ActiveVersionCache::default(),
             }),
         })
@@ -100,7 +101,7 @@ impl ScyllaStore {
         for keyspace in keyspaces {
             self.run_ddl(&format!("DROP KEYSPACE IF EXISTS {keyspace}")).await?;
         }
-        self.inner.versions.lock().unwrap_or_else(PoisonError::into_inner).clear();
+        self.inner.versions.forget_all();
         Ok(())
     }
 
@@ -142,19 +143,17 @@ impl ScyllaStore {
 
     /// The prepared statements of a version the catalog knows.
     async fn version_statements(&self, version: ModelVersion) -> Result<Arc<Prepared<ModelStatement>>, StoreError> {
-        if let Some(prepared) = self.inner.versions.lock().unwrap_or_else(PoisonError::into_inner).get(&version) {
-            return Ok(prepared.clone());
-        }
-        if !self.listed_versions().await?.contains(&version) {
-            return Err(StoreError::UnknownModelVersion(version));
-        }
-        let keyspace = self.inner.settings.model_keyspace(version);
-        let statements = ModelStatement::all()
-            .into_iter()
-            .map(|statement| (statement, statement.text(&keyspace), statement.is_read()));
-        let prepared = Arc::new(Prepared::prepare(&self.inner.session, &self.inner.read_profile, statements).await?);
-        self.inner.versions.lock().unwrap_or_else(PoisonError::into_inner).insert(version, prepared.clone());
-        Ok(prepared)
+        let prepare = async {
+            if !self.listed_versions().await?.contains(&version) {
+                return Err(StoreError::UnknownModelVersion(version));
+            }
+            let keyspace = self.inner.settings.model_keyspace(version);
+            let statements = ModelStatement::all()
+                .into_iter()
+                .map(|statement| (statement, statement.text(&keyspace), statement.is_read()));
+            Prepared::prepare(&self.inner.session, &self.inner.read_profile, statements).await
+        };
+        self.inner.versions.get_or_prepare(version, prepare).await
     }
 
     async fn active_statements(&self) -> Result<Arc<Prepared<ModelStatement>>, StoreError> {
@@ -325,7 +324,7 @@ impl ModelVersions for ScyllaStore {
         }
         let delete = self.catalog().await?.get(CatalogStatement::DeleteVersion)?;
         execute(&self.inner.session, delete, (VERSIONS_PARTITION, row_mapping::version_column(version)?)).await?;
-        self.inner.versions.lock().unwrap_or_else(PoisonError::into_inner).remove(&version);
+        self.inner.versions.forget(version);
         self.run_ddl(&format!("DROP KEYSPACE IF EXISTS {}", self.inner.settings.model_keyspace(version))).await
     }
 
