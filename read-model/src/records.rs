@@ -157,6 +157,9 @@ pub enum StoreError {
     /// Stored data is not what this program expects (for example a newer schema).
     #[error("the read-model store holds unexpected data: {0}")]
     Corrupt(String),
+    /// The store is configured so that this use of it would be wrong; waiting does not help.
+    #[error("the read-model store cannot be used as configured: {0}")]
+    Misconfigured(String),
 }
 
 #[cfg(test)]

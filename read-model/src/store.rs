@@ -194,6 +194,12 @@ pub trait ProjectionWrites: Send + Sync {
     /// The checkpoints stored for one source.
     async fn checkpoints(&self, version: ModelVersion, source: &str) -> Result<Vec<Checkpoint>, StoreError>;
 
+    /// Fails with [`StoreError::Misconfigured`] when the store is configured
+    /// so that a projector writing to it could miss its own writes.
+    async fn check_writer_settings(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
     /// Whether the backend orders the writes of one key by their
     /// [`WriteVersion`]s (ScyllaDB) rather than applying batches in one
     /// serial order (SQLite). Writing to a serial backend, the projector

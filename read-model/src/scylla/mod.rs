@@ -222,6 +222,15 @@ impl DocumentReads for ScyllaStore {
 
 #[async_trait]
 impl ProjectionWrites for ScyllaStore {
+    async fn check_writer_settings(&self) -> Result<(), StoreError> {
+        let cluster = self.inner.session.get_cluster_state();
+        let datacenters = cluster.get_nodes_info().iter().filter_map(|node| node.datacenter.clone()).collect();
+        match self.inner.settings.writer_problem(&datacenters) {
+            Some(problem) => Err(StoreError::Misconfigured(problem)),
+            None => Ok(()),
+        }
+    }
+
     async fn aggregates(
         &self,
         version: ModelVersion,

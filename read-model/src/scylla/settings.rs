@@ -2,6 +2,7 @@
 //! keyspace, consistency, datacenter, timeouts. Parsing and validation live
 //! here; building the driver session from them lives in `session`.
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use scylla::statement::Consistency;
@@ -62,6 +63,36 @@ impl ScyllaSettings {
     pub fn model_keyspace(&self, version: crate::store::ModelVersion) -> String {
         format!("{}_v{}", self.keyspace, version.0)
     }
+
+    /// Why a projector cannot write with these settings to a cluster of
+    /// `datacenters`, if it cannot. Its check of a batch's read set after
+    /// writing, its read of write times and its bucket recounts must see
+    /// its own writes: that needs quorum reads and writes, within one
+    /// datacenter when the cluster has several.
+    pub fn writer_problem(&self, datacenters: &BTreeSet<String>) -> Option<String> {
+        let quorum = matches!(
+            self.consistency,
+            Consistency::Quorum | Consistency::LocalQuorum | Consistency::EachQuorum | Consistency::All
+        );
+        if !quorum {
+            return Some(format!(
+                "consistency {:?} is below quorum, so the projector could miss its own writes; use LOCAL_QUORUM",
+                self.consistency
+            ));
+        }
+        let listed = || datacenters.iter().map(String::as_str).collect::<Vec<_>>().join(", ");
+        match &self.local_datacenter {
+            None if datacenters.len() > 1 => Some(format!(
+                "the cluster has the datacenters {}; give --scylla-local-datacenter so that the projector \
+                 reads and writes in one of them",
+                listed()
+            )),
+            Some(local) if !datacenters.is_empty() && !datacenters.contains(local) => {
+                Some(format!("the cluster has no datacenter {local:?}, only {}", listed()))
+            }
+            _ => None,
+        }
+    }
 }
 
 /// The longest catalog keyspace name: ScyllaDB allows 48 characters, and
@@ -104,6 +135,26 @@ pub fn parse_consistency(name: &str) -> Result<Consistency, String> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_projector_refuses_settings_under_which_it_could_miss_its_own_writes() {
+        let one = BTreeSet::from(["dc1".to_owned()]);
+        let two = BTreeSet::from(["dc1".to_owned(), "dc2".to_owned()]);
+        let mut settings = ScyllaSettings::new(vec!["a:9042".into()]);
+        assert_eq!(settings.writer_problem(&one), None, "the defaults on one datacenter");
+        let problem = settings.writer_problem(&two).expect("two datacenters and none chosen");
+        assert!(problem.contains("dc1, dc2") && problem.contains("--scylla-local-datacenter"), "{problem}");
+        settings.local_datacenter = Some("dc2".into());
+        assert_eq!(settings.writer_problem(&two), None);
+        settings.local_datacenter = Some("dc3".into());
+        assert!(settings.writer_problem(&two).is_some_and(|problem| problem.contains("\"dc3\"")));
+        settings.local_datacenter = None;
+        for consistency in [Consistency::One, Consistency::LocalOne, Consistency::Two, Consistency::Any] {
+            settings.consistency = consistency;
+            assert!(settings.writer_problem(&one).is_some_and(|problem| problem.contains("below quorum")));
+        }
+        settings.consistency = Consistency::Quorum;
+        assert_eq!(settings.writer_problem(&one), None);
+    }
     #[test]
     fn keyspace_names_that_could_inject_cql_are_refused() {
         assert!(validate_keyspace("rights").is_ok());

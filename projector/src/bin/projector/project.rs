@@ -35,6 +35,7 @@ pub(crate) async fn project(
     tuning: &RunTuning,
     rebuild: bool,
 ) -> anyhow::Result<()> {
+    store.check_writer_settings().await.context("the projector cannot write to this store")?;
     let contract = Arc::new(Contract::load()?);
     let options = RunOptions {
         batch_size: tuning.batch_size.max(1),
