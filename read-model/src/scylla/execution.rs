@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::hash::Hash;
+use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use futures_util::{StreamExt, TryStreamExt, stream};
@@ -12,6 +13,7 @@ use scylla::deserialize::row::DeserializeRow;
 use scylla::response::query_result::QueryResult;
 use scylla::serialize::row::SerializeRow;
 use scylla::statement::prepared::PreparedStatement;
+use scylla::statement::unprepared::Statement;
 
 use super::errors::{corrupt, unavailable};
 use crate::store::StoreError;
@@ -22,6 +24,18 @@ const WRITES_IN_FLIGHT: usize = 256;
 
 /// Point reads a projector batch keeps in flight at once.
 const READS_IN_FLIGHT: usize = 128;
+
+/// How long a schema change may take: creating or dropping a keyspace waits
+/// for every node to agree on the schema, which takes far longer than a
+/// request (a dropped keyspace's files are removed on every node).
+pub(super) const DDL_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// A schema change, with [`DDL_TIMEOUT`] rather than the request timeout.
+pub(super) fn ddl_statement(text: &str) -> Statement {
+    let mut statement = Statement::new(text);
+    statement.set_request_timeout(Some(DDL_TIMEOUT));
+    statement
+}
 
 /// A set of prepared statements, looked up by what they do.
 #[derive(Debug)]
@@ -100,4 +114,16 @@ pub(super) async fn run_concurrently(requests: Vec<Request<'_>>) -> Result<(), S
 /// for those before it, but the reads still overlap).
 pub(super) async fn read_concurrently<T>(requests: Vec<Request<'_, T>>) -> Result<Vec<T>, StoreError> {
     stream::iter(requests).buffered(READS_IN_FLIGHT).try_collect().await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schema_changes_wait_longer_than_requests() {
+        let statement = ddl_statement("DROP KEYSPACE IF EXISTS rights_v1");
+        assert_eq!(statement.get_request_timeout(), Some(DDL_TIMEOUT));
+        assert!(DDL_TIMEOUT > crate::ScyllaSettings::new(Vec::new()).request_timeout * 10);
+    }
 }

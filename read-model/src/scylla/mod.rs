@@ -37,7 +37,7 @@ use scylla::client::session::Session;
 use tokio::sync::OnceCell;
 
 use self::errors::unavailable;
-use self::execution::{Prepared, execute, select};
+use self::execution::{Prepared, ddl_statement, execute, select};
 use self::prepared_versions::PreparedVersions;
 use self::reads::VersionReads;
 use self::schema::{CATALOG_CQL, MODEL_CQL, SCHEMA_REVISION, render};
@@ -108,7 +108,7 @@ impl ScyllaStore {
     async fn run_ddl(&self, statement: &str) -> Result<(), StoreError> {
         self.inner
             .session
-            .query_unpaged(statement, ())
+            .query_unpaged(ddl_statement(statement), ())
             .await
             .map(drop)
             .map_err(|error| unavailable(&format!("{statement} failed"), error))
@@ -331,10 +331,15 @@ impl ModelVersions for ScyllaStore {
         if self.stored_active_version().await? == Some(version) {
             return Err(StoreError::ActiveModelVersion(version));
         }
+        // The keyspace goes before the catalog forgets it: a drop that fails
+        // or times out leaves the version listed, and dropping it again (or
+        // `migrate`, which recreates listed keyspaces) repairs it, where the
+        // other order would leave a keyspace no catalog names.
+        self.run_ddl(&format!("DROP KEYSPACE IF EXISTS {}", self.inner.settings.model_keyspace(version))).await?;
         let delete = self.catalog().await?.get(CatalogStatement::DeleteVersion)?;
         execute(&self.inner.session, delete, (VERSIONS_PARTITION, row_mapping::version_column(version)?)).await?;
         self.inner.versions.forget(version);
-        self.run_ddl(&format!("DROP KEYSPACE IF EXISTS {}", self.inner.settings.model_keyspace(version))).await
+        Ok(())
     }
 
     async fn active_model_version(&self) -> Result<Option<ModelVersion>, StoreError> {
