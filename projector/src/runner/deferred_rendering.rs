@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 
-use super::retry::{retry, sink_unavailable, store_unavailable};
+use super::retry::{while_sink_unavailable, while_store_unavailable};
 use super::writing::{Committed, InFlight, Progress, Reprojection, Writing};
 use crate::dead_letter::DeadLetterSink;
 use crate::projection::batch::{BatchOutcome, DocumentsToRender, render_documents};
@@ -51,10 +51,7 @@ pub(super) async fn render_deferred(
     let render = |documents: DocumentsToRender| {
         let (store, version) = (Arc::clone(writing.store), writing.version);
         let task = async move {
-            let write = retry("store unavailable", store_unavailable, || {
-                render_documents(store.as_ref(), version, documents.clone())
-            })
-            .await;
+            let write = while_store_unavailable(|| render_documents(store.as_ref(), version, documents.clone())).await;
             (documents, write)
         };
         tokio::spawn(tracing::Instrument::instrument(task, tracing::Span::current()))
@@ -75,7 +72,7 @@ pub(super) async fn render_deferred(
         let (last_recorded_at, since) = if rendering.is_empty() && chunks.is_empty() {
             let released = deferred.release();
             write.checkpoints = released.checkpoints;
-            retry("cannot park events", sink_unavailable, || std::future::ready(dead_letters.flush())).await?;
+            while_sink_unavailable(|| dead_letters.flush()).await?;
             (released.last_recorded_at, released.since.unwrap_or(started))
         } else {
             (Vec::new(), started)

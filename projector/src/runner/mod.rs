@@ -41,7 +41,7 @@ use tracing::Instrument;
 
 use self::deferred_rendering::{CONCURRENT_RENDERS, render_deferred};
 pub use self::observer::{BatchObserver, CommittedBatch, NoObserver};
-use self::retry::{retry, sink_unavailable, store_unavailable};
+use self::retry::{while_sink_unavailable, while_store_unavailable};
 use self::writing::{Committed, InFlight, Progress, Reprojection, Writing};
 use crate::dead_letter::{DeadLetterFile, DeadLetterSink, ParkedEvent};
 use crate::projection::batch::{Rendering, project_batch};
@@ -189,17 +189,14 @@ pub async fn run(
                 if keep_deferring || deferred.is_waiting() { Rendering::Deferred } else { Rendering::InBatch };
             let pending = in_flight.as_ref().map(|write| Arc::clone(&write.batch));
             let read_after = committed.last_mark;
-            let mut outcome = retry("store unavailable", store_unavailable, || {
+            let mut outcome = while_store_unavailable(|| {
                 project_batch(store.as_ref(), version, &source_id, &batch, pending.as_deref(), rendering)
             })
             .instrument(span.clone())
             .await?;
             outcome.write.read_set.read_after = read_after;
             let parked = with_originals(&outcome.parked, &batch);
-            retry("cannot park events", sink_unavailable, || {
-                std::future::ready(dead_letters.park(&source_id, &parked))
-            })
-            .await?;
+            while_sink_unavailable(|| dead_letters.park(&source_id, &parked)).await?;
             committed.finish(in_flight.take(), observer.as_ref()).await?;
             let mut last_recorded_at = last_recorded_at(&batch);
             if rendering == Rendering::Deferred {
@@ -210,7 +207,7 @@ pub async fn run(
             let reprojection = Reprojection::Events { events, rendering };
             let progress = Progress { last_recorded_at, started: batch_started, awaiting: deferred.document_count() };
             if !outcome.write.checkpoints.is_empty() {
-                retry("cannot park events", sink_unavailable, || std::future::ready(dead_letters.flush())).await?;
+                while_sink_unavailable(|| dead_letters.flush()).await?;
             }
             in_flight = Some(span.in_scope(|| writing.start(reprojection, outcome, progress)));
         }

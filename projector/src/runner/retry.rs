@@ -16,9 +16,25 @@ use crate::backoff::Backoff;
 /// The longest wait between two attempts.
 const RETRY_CEILING: Duration = Duration::from_secs(30);
 
+/// Runs a store operation until it succeeds or fails for a reason other
+/// than the store's unavailability.
+pub(super) async fn while_store_unavailable<T, Attempt: Future<Output = Result<T, StoreError>>>(
+    attempt: impl FnMut() -> Attempt,
+) -> Result<T, StoreError> {
+    retry("store unavailable", store_unavailable, attempt).await
+}
+
+/// Runs a dead-letter sink's operation until it succeeds: a sink that cannot
+/// be written (a topic unreachable or missing, a full disk) is waited for,
+/// since a poison event is never dropped.
+pub(super) async fn while_sink_unavailable<T>(mut attempt: impl FnMut() -> anyhow::Result<T>) -> anyhow::Result<T> {
+    retry("cannot park events", |error: &anyhow::Error| Some(format!("{error:#}")), || std::future::ready(attempt()))
+        .await
+}
+
 /// Runs `attempt` until it succeeds or fails with an error that `passing`
 /// does not call passing; `passing` gives the reason to log for one that is.
-pub(super) async fn retry<T, E, Attempt: Future<Output = Result<T, E>>>(
+async fn retry<T, E, Attempt: Future<Output = Result<T, E>>>(
     what: &str,
     passing: impl Fn(&E) -> Option<String>,
     mut attempt: impl FnMut() -> Attempt,
@@ -37,17 +53,11 @@ pub(super) async fn retry<T, E, Attempt: Future<Output = Result<T, E>>>(
 }
 
 /// The store's unavailability passes; any other store error does not.
-pub(super) fn store_unavailable(error: &StoreError) -> Option<String> {
+fn store_unavailable(error: &StoreError) -> Option<String> {
     match error {
         StoreError::Unavailable(reason) => Some(reason.clone()),
         _ => None,
     }
-}
-
-/// A dead-letter sink that cannot be written (a topic unreachable or
-/// missing, a full disk) is waited for: a poison event is never dropped.
-pub(super) fn sink_unavailable(error: &anyhow::Error) -> Option<String> {
-    Some(format!("{error:#}"))
 }
 
 #[cfg(test)]

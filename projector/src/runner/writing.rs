@@ -18,7 +18,7 @@ use tracing::Instrument;
 
 use super::RunTotals;
 use super::observer::{BatchObserver, CommittedBatch};
-use super::retry::{retry, store_unavailable};
+use super::retry::while_store_unavailable;
 use crate::projection::batch::{BatchOutcome, DocumentsToRender, Rendering, project_batch, render_documents};
 use crate::source::{Partition, SourcedEvent};
 
@@ -104,8 +104,6 @@ impl Reprojection {
     }
 }
 
-const STORE_UNAVAILABLE: &str = "store unavailable";
-
 /// Writes a batch until the store holds it rendered from fresh inputs; every
 /// step waits while the store is unavailable.
 async fn write_until_fresh(
@@ -118,8 +116,7 @@ async fn write_until_fresh(
     let mut batch = first;
     let mut written = Written::default();
     loop {
-        let applied =
-            retry(STORE_UNAVAILABLE, store_unavailable, || store.apply_batch(version, Arc::clone(&batch))).await;
+        let applied = while_store_unavailable(|| store.apply_batch(version, Arc::clone(&batch))).await;
         let next = match applied {
             Ok(applied) if applied.stale.is_empty() => return Ok(Written { mark: applied.mark, ..written }),
             Ok(applied) => {
@@ -128,13 +125,13 @@ async fn write_until_fresh(
                     "another projector changed their inputs; rendering again"
                 );
                 let stale = DocumentsToRender::of(&applied.stale);
-                retry(STORE_UNAVAILABLE, store_unavailable, || render_documents(store, version, stale.clone())).await?
+                while_store_unavailable(|| render_documents(store, version, stale.clone())).await?
             }
             Err(StoreError::WriteConflict(what)) => {
                 tracing::info!(%what, "another projector changed the batch's inputs; projecting it again");
                 match &reprojection {
                     Reprojection::Events { events, rendering } => {
-                        let outcome = retry(STORE_UNAVAILABLE, store_unavailable, || {
+                        let outcome = while_store_unavailable(|| {
                             project_batch(store, version, &source_id, events, None, *rendering)
                         })
                         .await?;
@@ -143,10 +140,8 @@ async fn write_until_fresh(
                     }
                     Reprojection::Documents(documents) => {
                         let checkpoints = batch.checkpoints.clone();
-                        let write = retry(STORE_UNAVAILABLE, store_unavailable, || {
-                            render_documents(store, version, documents.clone())
-                        })
-                        .await?;
+                        let write =
+                            while_store_unavailable(|| render_documents(store, version, documents.clone())).await?;
                         WriteBatch { checkpoints, ..write }
                     }
                 }
