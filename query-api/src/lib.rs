@@ -2,8 +2,8 @@
 //!
 //! It owns HTTP: routing ([`routes`]), access (keys, scopes and sandbox rules
 //! in [`app`] and [`keys`]), rate limits ([`rate_limit`]) and the error
-//! boundary ([`errors`]), and a span per request ([`request_tracing`]). It reads documents through
-//! `read_model::DocumentReads` only, and never decodes Avro or writes
+//! boundary ([`errors`]), and a span per request ([`request_tracing`]). It
+//! reads documents through `read_model::DocumentReads` only, and never decodes Avro or writes
 //! documents; the only thing it writes is operator-issued production keys.
 
 pub mod app;

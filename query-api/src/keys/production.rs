@@ -47,7 +47,7 @@ pub enum KeyStoreError {
 pub struct ProductionKeys {
     store: Arc<dyn ApiKeys>,
     /// The active keys by hash, as last loaded or looked up.
-    active: RwLock<Arc<HashMap<String, Principal>>>,
+    active: RwLock<HashMap<String, Principal>>,
 }
 
 impl std::fmt::Debug for ProductionKeys {
@@ -60,7 +60,7 @@ impl ProductionKeys {
     /// The keys of `store`, kept fresh by a task on the current runtime that
     /// ends when the returned value is dropped.
     pub fn start(store: Arc<dyn ApiKeys>) -> Arc<ProductionKeys> {
-        let keys = Arc::new(ProductionKeys { store, active: RwLock::new(Arc::default()) });
+        let keys = Arc::new(ProductionKeys { store, active: RwLock::default() });
         tokio::spawn(keep_refreshed(Arc::downgrade(&keys)));
         keys
     }
@@ -109,8 +109,7 @@ impl ProductionKeys {
         }
         let Some(record) = self.store.api_key_by_hash(&key_hash).await? else { return Ok(None) };
         let Some(principal) = principal_of(&stored_key(&record)?) else { return Ok(None) };
-        let mut active = self.active.write().unwrap_or_else(PoisonError::into_inner);
-        Arc::make_mut(&mut active).insert(key_hash, principal.clone());
+        self.active.write().unwrap_or_else(PoisonError::into_inner).insert(key_hash, principal.clone());
         Ok(Some(principal))
     }
 
@@ -122,7 +121,7 @@ impl ProductionKeys {
                 active.insert(record.key_hash, principal);
             }
         }
-        *self.active.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(active);
+        *self.active.write().unwrap_or_else(PoisonError::into_inner) = active;
         Ok(())
     }
 }
