@@ -253,33 +253,25 @@ pub fn http(
 /// addresses, and waits for the line in which it reports the addresses it
 /// bound (see `telemetry::listening`). Returns the child and the addresses
 /// by listener name (`public`, `admin`). The rest of its standard output is
-/// collected by a thread, returned when the process ends.
-pub fn spawn_listening(command: &mut Command) -> (Child, BTreeMap<String, String>, std::thread::JoinHandle<String>) {
+/// read and dropped by a thread, so the program never blocks on a full pipe.
+pub fn spawn_listening(command: &mut Command) -> (Child, BTreeMap<String, String>) {
     use std::io::{BufRead, BufReader};
     let mut child = command.stdout(Stdio::piped()).spawn().expect("the program starts");
-    let mut stdout = BufReader::new(child.stdout.take().expect("stdout is piped"));
+    let stdout = BufReader::new(child.stdout.take().expect("stdout is piped"));
     let (sender, receiver) = std::sync::mpsc::channel();
-    let reader = std::thread::spawn(move || {
-        let mut rest = String::new();
-        let mut line = String::new();
-        let mut announced = false;
-        while stdout.read_line(&mut line).unwrap_or(0) > 0 {
-            match telemetry::listening::parse(line.trim_end()).filter(|_| !announced) {
-                Some(addresses) => {
-                    announced = true;
-                    let _ = sender.send(addresses);
-                }
-                None => rest.push_str(&line),
+    std::thread::spawn(move || {
+        for line in stdout.lines().map_while(Result::ok) {
+            if let Some(addresses) = telemetry::listening::parse(&line) {
+                // Only the first line is awaited; a closed channel drops the rest.
+                let _ = sender.send(addresses);
             }
-            line.clear();
         }
-        rest
     });
     let addresses = receiver
         .recv_timeout(Duration::from_secs(60))
         .unwrap_or_else(|_| panic!("the program did not report its listeners: {:?}", child.try_wait()));
     let addresses = addresses.into_iter().map(|(name, address)| (name, address.to_string())).collect();
-    (child, addresses, reader)
+    (child, addresses)
 }
 
 /// Fails the test when an external tool (a checker, a browser, the broker)
@@ -316,8 +308,9 @@ pub fn external_check(program: &str, arguments: &[&str], input: &str) {
 pub const BASE_PATH: &str = "/api/v1/public/v1";
 
 /// The single-machine service (`rights-service`) as a user starts it, on
-/// ports it picks itself and reports, with a data directory of its own, once the bundled sandbox fixtures
-/// are projected and served. It is killed when dropped.
+/// ports it picks itself and reports, with a data directory of its own,
+/// once the bundled sandbox fixtures are projected and served. It is killed
+/// when dropped.
 #[derive(Debug)]
 pub struct RunningService {
     pub address: String,
@@ -353,7 +346,7 @@ impl RunningService {
             .args(["--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"])
             .envs(environment.iter().copied())
             .env("RUST_LOG", "warn");
-        let (child, mut listening, _) = spawn_listening(&mut command);
+        let (child, mut listening) = spawn_listening(&mut command);
         let address = listening.remove("public").expect("a public listener");
         let admin = listening.remove("admin").expect("an admin listener");
         let service = RunningService { address, admin, data, child };

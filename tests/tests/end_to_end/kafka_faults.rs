@@ -83,7 +83,7 @@ fn an_absent_broker_gives_readiness_false_and_projection_resumes_when_it_comes()
     let published = directory.path().join("published-schemas");
     let mut projector = kafka_projector_command(&broker, &data, "projector", "");
     projector.arg("--writer-schema-dir").arg(&published).stderr(Stdio::null());
-    let (mut child, mut listening, _) = spawn_listening(&mut projector);
+    let (mut child, mut listening) = spawn_listening(&mut projector);
     let admin = listening.remove("admin").expect("an admin listener");
     wait_until_not_ready_for_the_broker(&admin);
     assert!(child.try_wait().expect("wait").is_none(), "no broker is no reason to exit");
@@ -137,7 +137,7 @@ fn a_broker_killed_mid_stream_and_restarted_with_its_topics_loses_no_event() {
     let data = directory.path().join("data");
     let mut projector = kafka_projector_command(&broker, &data, "projector", "");
     projector.arg("--writer-schema-dir").arg(&published).stderr(Stdio::null());
-    let (child, mut listening, _) = spawn_listening(&mut projector);
+    let (child, mut listening) = spawn_listening(&mut projector);
     let _projector = KillOnDrop(child);
     let admin = listening.remove("admin").expect("an admin listener");
     let started = Instant::now();

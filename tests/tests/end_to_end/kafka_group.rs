@@ -81,7 +81,7 @@ fn projectors_split_the_partitions_and_a_killed_members_partitions_resume_from_t
     let start = || {
         let mut command = kafka_projector_command(&broker, &data, "projectors", "");
         command.arg("--writer-schema-dir").arg(&published).stderr(Stdio::null());
-        let (child, mut listening, _) = spawn_listening(&mut command);
+        let (child, mut listening) = spawn_listening(&mut command);
         (KillOnDrop(child), listening.remove("admin").expect("an admin listener"))
     };
     let mut members = [start(), start()];

@@ -45,7 +45,7 @@ fn a_rebuild_is_activated_under_load_without_a_failed_request_and_the_old_versio
     let data = directory.path().join("data");
     let mut live = kafka_projector_command(&broker, &data, "live", "");
     live.arg("--writer-schema-dir").arg(&published).stderr(Stdio::null());
-    let (live, mut listening, _) = spawn_listening(&mut live);
+    let (live, mut listening) = spawn_listening(&mut live);
     let mut live = KillOnDrop(live);
     let live_admin = listening.remove("admin").expect("an admin listener");
 
@@ -54,7 +54,7 @@ fn a_rebuild_is_activated_under_load_without_a_failed_request_and_the_old_versio
     let mut api = Command::new(binary("query-api"));
     api.arg("serve").arg("--data-dir").arg(&data);
     api.args(["--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"]).env("RUST_LOG", "warn");
-    let (api, mut listening, _) = spawn_listening(&mut api);
+    let (api, mut listening) = spawn_listening(&mut api);
     let _api = KillOnDrop(api);
     let address = listening.remove("public").expect("a public listener");
     wait_until_caught_up(&live_admin, 12);
