@@ -1,6 +1,7 @@
 //! The time the freshness rules of the read side read: how long a pooled
 //! reader keeps its snapshot, how long the document cache vouches for what
-//! it holds, how long the active version is trusted.
+//! it holds, how long the active version is trusted; and the calendar time
+//! the change feed stamps its changes with and keeps them by.
 //!
 //! In production it is the system's monotonic clock. Tests drive a manual
 //! clock instead, so that "no staler than the bound" is checked by moving
@@ -9,7 +10,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 /// A source of the current instant.
 #[derive(Debug, Clone, Default)]
@@ -20,6 +21,8 @@ pub struct Clock {
 #[derive(Debug)]
 struct Manual {
     start: Instant,
+    /// The calendar time at `start`, in milliseconds since the epoch.
+    start_unix_ms: i64,
     elapsed_nanos: AtomicU64,
 }
 
@@ -31,7 +34,11 @@ impl Clock {
 
     /// A clock that moves only when [`Clock::advance`] moves it; clones share it.
     pub fn manual() -> Clock {
-        Clock { manual: Some(Arc::new(Manual { start: Instant::now(), elapsed_nanos: AtomicU64::new(0) })) }
+        Clock { manual: Some(Arc::new(Manual {
+            start: Instant::now(),
+            start_unix_ms: system_unix_ms(),
+            elapsed_nanos: AtomicU64::new(0),
+        })) }
     }
 
     /// Now.
@@ -39,6 +46,18 @@ impl Clock {
         match &self.manual {
             None => Instant::now(),
             Some(manual) => manual.start + Duration::from_nanos(manual.elapsed_nanos.load(Ordering::Acquire)),
+        }
+    }
+
+    /// The calendar time, in milliseconds since the epoch. A manual clock
+    /// starts at the system's and moves with [`Clock::advance`].
+    pub fn unix_ms(&self) -> i64 {
+        match &self.manual {
+            None => system_unix_ms(),
+            Some(manual) => {
+                let elapsed_ms = manual.elapsed_nanos.load(Ordering::Acquire) / 1_000_000;
+                manual.start_unix_ms.saturating_add(i64::try_from(elapsed_ms).unwrap_or(i64::MAX))
+            }
         }
     }
 
@@ -57,6 +76,11 @@ impl Clock {
     }
 }
 
+fn system_unix_ms() -> i64 {
+    let since_epoch = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
+    i64::try_from(since_epoch.as_millis()).unwrap_or(i64::MAX)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -70,5 +94,8 @@ mod tests {
         clone.advance(Duration::from_millis(15));
         assert_eq!(clock.since(start), Duration::from_millis(15));
         assert_eq!(clock.since(start + Duration::from_secs(1)), Duration::ZERO);
+        let calendar = clock.unix_ms();
+        clock.advance(Duration::from_secs(86_400));
+        assert_eq!(clone.unix_ms(), calendar + 86_400_000);
     }
 }

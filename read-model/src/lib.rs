@@ -12,6 +12,7 @@ mod active_version_cache;
 pub mod api_keys;
 pub mod bulk;
 pub mod calendar;
+pub mod change_feed;
 pub mod clock;
 #[cfg(feature = "conformance")]
 pub mod conformance;
@@ -32,7 +33,7 @@ pub use read_set::{CheckMoment, CommitMark, ReadInput, ReadSet};
 pub use scylla::{ScyllaSettings, ScyllaStore};
 pub use sqlite::SqliteStore;
 pub use store::{
-    AggregateKey, BatchWritten, Body, BulkPage, Checkpoint, DocumentCacheStatistics, DocumentReads, DocumentWrite,
+    AggregateKey, BatchWritten, Body, BulkKey, BulkPage, Checkpoint, DocumentCacheStatistics, DocumentReads, DocumentWrite,
     IdentifierKind, IdentifierWrite, KeyedWrite, ModelVersion, ModelVersionInfo, ModelVersions, PartyReferenceWrite,
     PartyReferrer, ProjectionWrites, ProvenanceRow, Store, StoreError, StoredAggregate, WriteBatch, WriteVersion,
     active_or_first_version,

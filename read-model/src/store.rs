@@ -14,6 +14,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use crate::api_keys::ApiKeys;
+use crate::change_feed::{ChangeFeedBounds, ChangeItem, ChangeQuery, ChangesRead};
 use crate::documents::DocumentKind;
 use crate::identifiers::Audience;
 use crate::read_set::{CommitMark, ReadSet};
@@ -83,6 +84,17 @@ pub struct WriteBatch {
     pub checkpoints: Vec<Checkpoint>,
     /// What the documents were rendered from, checked against other projectors' writes.
     pub read_set: ReadSet,
+    /// How long the change feed keeps changes that a later change of the
+    /// same work supersedes, and withdrawals; the write removes what has
+    /// aged past it. `None` removes nothing.
+    pub change_feed_retention: Option<std::time::Duration>,
+}
+
+/// The place of a bulk row in the export order.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct BulkKey {
+    pub bucket: u32,
+    pub lcc_id: String,
 }
 
 /// What a batch write reports.
@@ -142,6 +154,29 @@ pub trait DocumentReads: Send + Sync {
 
     /// Rows `[offset, offset + limit)` of the bulk export of one audience.
     async fn bulk_page(&self, audience: Audience, offset: u64, limit: u32) -> Result<BulkPage, StoreError>;
+
+    /// Up to `limit` bulk rows of one audience after `after`, in export
+    /// order ((bucket, lccId)): a walk over the whole export that rows
+    /// published or withdrawn meanwhile do not shift.
+    async fn bulk_rows_after(
+        &self,
+        audience: Audience,
+        after: Option<&BulkKey>,
+        limit: u32,
+    ) -> Result<Vec<(BulkKey, Body)>, StoreError>;
+
+    /// A page of the change feed (see [`crate::change_feed`]).
+    async fn changes(&self, query: &ChangeQuery) -> Result<ChangesRead, StoreError>;
+
+    /// The newest retained change of one work, with the model version it was read from.
+    async fn latest_change(
+        &self,
+        audience: Audience,
+        lcc_id: &str,
+    ) -> Result<Option<(ModelVersion, ChangeItem)>, StoreError>;
+
+    /// The extent of one audience's change feed.
+    async fn change_feed_bounds(&self, audience: Audience) -> Result<ChangeFeedBounds, StoreError>;
 
     /// The sandbox fixture catalogue, ordered by id.
     async fn sandbox_fixtures(&self) -> Result<Vec<Body>, StoreError>;

@@ -57,6 +57,35 @@ CREATE TABLE IF NOT EXISTS bulk_bucket_counts (
     PRIMARY KEY (audience, bucket)
 ) WITHOUT ROWID;
 
+-- The change feed (see read_model::change_feed): every change of a bulk row,
+-- written in the transaction that changes the row. `sequence` is the commit
+-- millisecond shifted left by 20 bits plus the change's index in its batch,
+-- so it orders changes by commit and names their time. `body` is the row as
+-- the export serves it; NULL for a withdrawal. Retention removes changes a
+-- later change of the same work supersedes, and withdrawals, once older
+-- than its period.
+CREATE TABLE IF NOT EXISTS change_feed (
+    sequence INTEGER PRIMARY KEY,
+    audience TEXT NOT NULL,
+    lcc_id TEXT NOT NULL,
+    body BLOB
+);
+CREATE INDEX IF NOT EXISTS change_feed_by_audience ON change_feed (audience, sequence);
+CREATE INDEX IF NOT EXISTS change_feed_by_work ON change_feed (lcc_id, sequence);
+
+-- One row: `horizon` is the newest sequence retention has removed (cursors
+-- behind it are gone), `swept_through` the newest it has looked at. Both
+-- start at the file's creation, so a cursor of a file created anew under
+-- the same name is behind the horizon of the new one.
+CREATE TABLE IF NOT EXISTS change_feed_state (
+    singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+    horizon INTEGER NOT NULL,
+    swept_through INTEGER NOT NULL
+);
+INSERT INTO change_feed_state (singleton, horizon, swept_through)
+SELECT 1, CAST(unixepoch('subsec') * 1000 AS INTEGER) << 20, CAST(unixepoch('subsec') * 1000 AS INTEGER) << 20
+WHERE NOT EXISTS (SELECT 1 FROM change_feed_state);
+
 -- The sandbox fixture catalogue.
 CREATE TABLE IF NOT EXISTS sandbox_fixtures (id TEXT PRIMARY KEY, body BLOB NOT NULL);
 

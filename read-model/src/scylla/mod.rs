@@ -17,6 +17,7 @@
 //! without an explicit timestamp (see `schemas/cql/model.cql`).
 
 mod bulk_pages;
+mod change_feed;
 mod errors;
 mod execution;
 mod prepared_versions;
@@ -46,13 +47,16 @@ pub use self::settings::{ScyllaSettings, parse_consistency};
 use self::statements::{
     ACTIVE_ROW, API_KEYS_PARTITION, CatalogStatement, ModelStatement, REVISION_ROW, VERSIONS_PARTITION,
 };
-use self::writes::VersionWrites;
+use self::change_feed::VersionFeed;
+use self::writes::{FeedPlacement, VersionWrites};
 use crate::active_version_cache::ActiveVersionCache;
 use crate::api_keys::{ApiKeyRecord, ApiKeys};
+use crate::change_feed::{ChangeFeedBounds, ChangeItem, ChangeQuery, ChangesRead, sequence_of_millisecond};
+use crate::clock::Clock;
 use crate::documents::DocumentKind;
 use crate::identifiers::Audience;
 use crate::store::{
-    AggregateKey, BatchWritten, Body, BulkPage, Checkpoint, DocumentReads, IdentifierKind, ModelVersion,
+    AggregateKey, BatchWritten, Body, BulkKey, BulkPage, Checkpoint, DocumentReads, IdentifierKind, ModelVersion,
     ModelVersionInfo, ModelVersions, PartyReferrer, ProjectionWrites, StoreError, StoredAggregate, WriteBatch,
 };
 
@@ -71,7 +75,17 @@ struct Inner {
     catalog: OnceCell<Prepared<CatalogStatement>>,
     versions: PreparedVersions<Prepared<ModelStatement>>,
     active: ActiveVersionCache,
+    /// The calendar time changes are stamped with and kept by.
+    clock: Clock,
+    /// The millisecond of this process's newest batch of changes, so that
+    /// its batches never share one.
+    newest_feed_millisecond: std::sync::Mutex<i64>,
+    /// When retention last swept, and the sequence it swept through.
+    feed_sweep: tokio::sync::Mutex<Option<(i64, i64)>>,
 }
+
+/// How often retention sweeps the feed's days.
+const FEED_SWEEP_INTERVAL_MS: i64 = 10 * 60 * 1000;
 
 impl ScyllaStore {
     /// Connects to the cluster. The schema need not exist yet: `migrate` creates it.
@@ -86,6 +100,9 @@ impl ScyllaStore {
                 catalog: OnceCell::new(),
                 versions: PreparedVersions::default(),
                 active: ActiveVersionCache::default(),
+                clock: Clock::system(),
+                newest_feed_millisecond: std::sync::Mutex::new(0),
+                feed_sweep: tokio::sync::Mutex::new(None),
             }),
         })
     }
@@ -157,8 +174,54 @@ impl ScyllaStore {
     }
 
     async fn active_statements(&self) -> Result<Arc<Prepared<ModelStatement>>, StoreError> {
+        self.active_version_statements().await.map(|(_, statements)| statements)
+    }
+
+    async fn active_version_statements(&self) -> Result<(ModelVersion, Arc<Prepared<ModelStatement>>), StoreError> {
         let version = self.active_model_version().await?.ok_or(StoreError::NoActiveModelVersion)?;
-        self.version_statements(version).await
+        Ok((version, self.version_statements(version).await?))
+    }
+
+    /// Where this batch's changes go: the millisecond after this process's
+    /// previous batch at the earliest, so its changes keep their order.
+    fn feed_placement(&self, batch: &WriteBatch, now_ms: i64) -> FeedPlacement {
+        let mut newest = self.inner.newest_feed_millisecond.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let millisecond = now_ms.max(*newest + 1);
+        let spans = i64::try_from(batch.bulk_rows.len() >> crate::change_feed::SEQUENCE_INDEX_BITS).unwrap_or(0);
+        *newest = millisecond + spans;
+        let retention_cutoff = batch.change_feed_retention.map(|retention| {
+            sequence_of_millisecond(now_ms.saturating_sub(i64::try_from(retention.as_millis()).unwrap_or(i64::MAX)))
+        });
+        FeedPlacement { first_sequence: sequence_of_millisecond(millisecond), retention_cutoff }
+    }
+
+    /// Sweeps the feed's days past retention, at most once per
+    /// [`FEED_SWEEP_INTERVAL_MS`], and raises the horizon past what any
+    /// removal took.
+    async fn sweep_feed(
+        &self,
+        feed: &VersionFeed<'_>,
+        removed: Option<i64>,
+        cutoff: Option<i64>,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        let mut newest_removed = removed;
+        if let Some(cutoff) = cutoff {
+            let mut sweep = self.inner.feed_sweep.lock().await;
+            let due = sweep.is_none_or(|(swept_at, _)| now_ms - swept_at >= FEED_SWEEP_INTERVAL_MS);
+            if due {
+                let swept_through = match *sweep {
+                    Some((_, swept_through)) => swept_through,
+                    None => feed.horizon().await?,
+                };
+                newest_removed = newest_removed.max(feed.sweep(swept_through, cutoff).await?);
+                *sweep = Some((now_ms, cutoff));
+            }
+        }
+        match newest_removed {
+            Some(sequence) => feed.raise_horizon(sequence).await,
+            None => Ok(()),
+        }
     }
 
     async fn create_version_keyspace(&self, version: ModelVersion) -> Result<(), StoreError> {
@@ -209,6 +272,36 @@ impl DocumentReads for ScyllaStore {
 
     async fn bulk_page(&self, audience: Audience, offset: u64, limit: u32) -> Result<BulkPage, StoreError> {
         on_active!(self, |reads| reads.bulk_page(audience, offset, limit))
+    }
+
+    async fn bulk_rows_after(
+        &self,
+        audience: Audience,
+        after: Option<&BulkKey>,
+        limit: u32,
+    ) -> Result<Vec<(BulkKey, Body)>, StoreError> {
+        on_active!(self, |reads| reads.bulk_rows_after(audience, after, limit))
+    }
+
+    async fn changes(&self, query: &ChangeQuery) -> Result<ChangesRead, StoreError> {
+        let (version, statements) = self.active_version_statements().await?;
+        let feed = VersionFeed { session: &self.inner.session, statements: &statements };
+        feed.changes(version, query, self.inner.clock.unix_ms(), self.inner.settings.change_feed_settle).await
+    }
+
+    async fn latest_change(
+        &self,
+        audience: Audience,
+        lcc_id: &str,
+    ) -> Result<Option<(ModelVersion, ChangeItem)>, StoreError> {
+        let (version, statements) = self.active_version_statements().await?;
+        let feed = VersionFeed { session: &self.inner.session, statements: &statements };
+        Ok(feed.latest_change(audience, lcc_id).await?.map(|item| (version, item)))
+    }
+
+    async fn change_feed_bounds(&self, audience: Audience) -> Result<ChangeFeedBounds, StoreError> {
+        let (version, statements) = self.active_version_statements().await?;
+        VersionFeed { session: &self.inner.session, statements: &statements }.bounds(version, audience).await
     }
 
     async fn sandbox_fixtures(&self) -> Result<Vec<Body>, StoreError> {
@@ -264,7 +357,12 @@ impl ProjectionWrites for ScyllaStore {
     /// stale documents.
     async fn apply_batch(&self, version: ModelVersion, batch: Arc<WriteBatch>) -> Result<BatchWritten, StoreError> {
         let statements = self.version_statements(version).await?;
-        VersionWrites { session: &self.inner.session, statements: &statements }.apply_batch(&batch).await?;
+        let now_ms = self.inner.clock.unix_ms();
+        let placement = self.feed_placement(&batch, now_ms);
+        let writes = VersionWrites { session: &self.inner.session, statements: &statements };
+        let removed = writes.apply_batch(&batch, placement).await?;
+        let feed = VersionFeed { session: &self.inner.session, statements: &statements };
+        self.sweep_feed(&feed, removed, placement.retention_cutoff, now_ms).await?;
         let read_set = &batch.read_set;
         if read_set.is_empty() {
             return Ok(BatchWritten::default());

@@ -8,11 +8,11 @@ use super::bulk_pages::{BucketQuery, bucket_query};
 use super::execution::{Prepared, read_concurrently, select};
 use super::row_mapping;
 use super::statements::{FIXTURES_PARTITION, ModelStatement};
-use crate::bulk::plan_page;
+use crate::bulk::{BULK_BUCKETS, plan_page};
 use crate::documents::DocumentKind;
 use crate::identifiers::Audience;
 use crate::store::{
-    AggregateKey, Body, BulkPage, Checkpoint, IdentifierKind, PartyReferrer, StoreError, StoredAggregate,
+    AggregateKey, Body, BulkKey, BulkPage, Checkpoint, IdentifierKind, PartyReferrer, StoreError, StoredAggregate,
 };
 
 /// The statements of one model version, with the session that runs them.
@@ -71,6 +71,30 @@ impl VersionReads<'_> {
             page.rows.extend(bodies.into_iter().map(|(body,)| body));
         }
         Ok(page)
+    }
+
+    /// Rows after `after` in (bucket, lccId) order, a bucket partition at a time.
+    pub(super) async fn bulk_rows_after(
+        &self,
+        audience: Audience,
+        after: Option<&BulkKey>,
+        limit: u32,
+    ) -> Result<Vec<(BulkKey, Body)>, StoreError> {
+        let statement = self.statements.get(ModelStatement::SelectBulkRowsAfter)?;
+        let mut rows = Vec::new();
+        let (first_bucket, mut after_id) = after.map_or((0, String::new()), |key| (key.bucket, key.lcc_id.clone()));
+        for bucket in first_bucket..BULK_BUCKETS {
+            let wanted = i32::try_from(limit as usize - rows.len()).unwrap_or(i32::MAX);
+            let bucket_column = i32::try_from(bucket).map_err(|_| StoreError::Corrupt("bucket".into()))?;
+            let found: Vec<(String, Vec<u8>)> =
+                select(self.session, statement, (audience.code(), bucket_column, after_id.as_str(), wanted)).await?;
+            rows.extend(found.into_iter().map(|(lcc_id, body)| (BulkKey { bucket, lcc_id }, body)));
+            if rows.len() >= limit as usize {
+                break;
+            }
+            after_id.clear();
+        }
+        Ok(rows)
     }
 
     pub(super) async fn sandbox_fixtures(&self) -> Result<Vec<Body>, StoreError> {

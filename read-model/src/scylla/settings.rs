@@ -25,6 +25,9 @@ pub struct ScyllaSettings {
     pub speculative_delay: Duration,
     /// User name and password, when authentication is on.
     pub credentials: Option<(String, String)>,
+    /// How far behind now change-feed reads stop, for the changes of other
+    /// projectors committed in the same moment to land first.
+    pub change_feed_settle: Duration,
 }
 
 impl std::fmt::Debug for ScyllaSettings {
@@ -39,6 +42,7 @@ impl std::fmt::Debug for ScyllaSettings {
             .field("replication_factor", &self.replication_factor)
             .field("request_timeout", &self.request_timeout)
             .field("speculative_delay", &self.speculative_delay)
+            .field("change_feed_settle", &self.change_feed_settle)
             .field("user", &self.credentials.as_ref().map(|(user, _)| user))
             .finish()
     }
@@ -56,6 +60,7 @@ impl ScyllaSettings {
             request_timeout: Duration::from_secs(5),
             speculative_delay: Duration::from_millis(50),
             credentials: None,
+            change_feed_settle: Duration::from_secs(10),
         }
     }
 

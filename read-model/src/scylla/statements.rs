@@ -46,6 +46,7 @@ model_statements!(
     SelectBulkBodies,
     SelectBulkBodiesFrom,
     SelectBulkRowWriteTime,
+    SelectBulkRowsAfter,
     UpsertBulkRow,
     DeleteBulkRow,
     CountBucketRows,
@@ -60,6 +61,19 @@ model_statements!(
     DeletePartyReference,
     SelectCheckpoints,
     UpsertCheckpoint,
+    InsertChange,
+    SelectChangesAfter,
+    SelectChange,
+    SelectFirstChange,
+    SelectLastChange,
+    DeleteChange,
+    InsertChangeDay,
+    SelectChangeDays,
+    DeleteChangeDay,
+    UpsertChangeHead,
+    SelectChangeHead,
+    WriteChangeHorizon,
+    SelectChangeHorizon,
 );
 
 impl ModelStatement {
@@ -108,6 +122,9 @@ impl ModelStatement {
             SelectBulkRowWriteTime => format!(
                 "SELECT WRITETIME(body) FROM {keyspace}.bulk_rows WHERE audience = ? AND bucket = ? AND lcc_id = ?"
             ),
+            SelectBulkRowsAfter => format!(
+                "SELECT lcc_id, body FROM {keyspace}.bulk_rows WHERE audience = ? AND bucket = ? AND lcc_id > ? LIMIT ?"
+            ),
             UpsertBulkRow => format!(
                 "INSERT INTO {keyspace}.bulk_rows (audience, bucket, lcc_id, body) VALUES (?, ?, ?, ?) \
                  USING TIMESTAMP ?"
@@ -152,6 +169,47 @@ impl ModelStatement {
                 "INSERT INTO {keyspace}.checkpoints (source, stream, partition, next_offset) VALUES (?, ?, ?, ?) \
                  USING TIMESTAMP ?"
             ),
+            InsertChange => format!(
+                "INSERT INTO {keyspace}.change_feed (audience, day, sequence, lcc_id, version, body) \
+                 VALUES (?, ?, ?, ?, ?, ?) USING TIMESTAMP ?"
+            ),
+            SelectChangesAfter => format!(
+                "SELECT sequence, lcc_id, version, body FROM {keyspace}.change_feed \
+                 WHERE audience = ? AND day = ? AND (sequence, lcc_id) > (?, ?) AND sequence <= ? LIMIT ?"
+            ),
+            SelectChange => format!(
+                "SELECT sequence, lcc_id, version, body FROM {keyspace}.change_feed \
+                 WHERE audience = ? AND day = ? AND sequence = ? AND lcc_id = ?"
+            ),
+            SelectFirstChange => format!(
+                "SELECT sequence, lcc_id FROM {keyspace}.change_feed WHERE audience = ? AND day = ? LIMIT 1"
+            ),
+            SelectLastChange => format!(
+                "SELECT sequence, lcc_id FROM {keyspace}.change_feed WHERE audience = ? AND day = ? \
+                 ORDER BY sequence DESC, lcc_id DESC LIMIT 1"
+            ),
+            DeleteChange => format!(
+                "DELETE FROM {keyspace}.change_feed USING TIMESTAMP ? \
+                 WHERE audience = ? AND day = ? AND sequence = ? AND lcc_id = ?"
+            ),
+            InsertChangeDay => {
+                format!("INSERT INTO {keyspace}.change_feed_days (audience, day) VALUES (?, ?) USING TIMESTAMP ?")
+            }
+            SelectChangeDays => format!("SELECT day FROM {keyspace}.change_feed_days WHERE audience = ?"),
+            DeleteChangeDay => {
+                format!("DELETE FROM {keyspace}.change_feed_days USING TIMESTAMP ? WHERE audience = ? AND day = ?")
+            }
+            UpsertChangeHead => format!(
+                "INSERT INTO {keyspace}.change_feed_heads (lcc_id, audience, sequence) VALUES (?, ?, ?) \
+                 USING TIMESTAMP ?"
+            ),
+            SelectChangeHead => format!("SELECT sequence FROM {keyspace}.change_feed_heads WHERE lcc_id = ?"),
+            WriteChangeHorizon => format!(
+                "INSERT INTO {keyspace}.change_feed_horizon (singleton, horizon) VALUES (?, ?) USING TIMESTAMP ?"
+            ),
+            SelectChangeHorizon => {
+                format!("SELECT horizon FROM {keyspace}.change_feed_horizon WHERE singleton = ?")
+            }
         }
     }
 }
@@ -231,6 +289,8 @@ pub const REVISION_ROW: &str = "schema";
 pub const API_KEYS_PARTITION: &str = "api-keys";
 /// The columns of a production key, in the order of [`crate::api_keys::ApiKeyRecord`].
 const API_KEY_COLUMNS: &str = "key_hash, key_id, partner, scopes, rate_limit_per_minute, created_at_ms, revoked_at_ms";
+/// The partition key value of the change feed's horizon.
+pub const HORIZON_ROW: &str = "horizon";
 /// The partition key value of the sandbox fixture catalogue.
 pub const FIXTURES_PARTITION: &str = "sandbox";
 
@@ -239,7 +299,10 @@ mod tests {
     use super::*;
     use crate::scylla::schema::{CATALOG_CQL, MODEL_CQL, TableShape, render, tables};
 
-    const KEYWORDS: [&str; 14] = [
+    const KEYWORDS: [&str; 17] = [
+        "ORDER",
+        "BY",
+        "DESC",
         "SELECT",
         "FROM",
         "WHERE",
@@ -266,6 +329,7 @@ mod tests {
         let columns = text
             .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.'))
             .filter(|word| !word.is_empty() && !word.starts_with("k.") && !KEYWORDS.contains(word))
+            .filter(|word| !word.bytes().all(|byte| byte.is_ascii_digit()))
             .map(str::to_owned)
             .collect();
         (table, columns)
@@ -305,7 +369,7 @@ mod tests {
     fn every_model_statement_reads_or_writes_one_partition_of_a_committed_table() {
         let shapes = tables(&render(MODEL_CQL, "k", 1));
         let statements = ModelStatement::all();
-        assert_eq!(statements.len(), 5 * 3 + 24);
+        assert_eq!(statements.len(), 5 * 3 + 38);
         for statement in statements {
             check(&statement.text("k"), &shapes, true);
         }

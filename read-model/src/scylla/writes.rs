@@ -2,7 +2,9 @@
 //!
 //! ScyllaDB has no transaction across partitions, so a batch is written in
 //! four phases, each finished before the next starts:
-//! 1. what readers see: documents, provenance, index entries, fixtures, bulk rows;
+//! 1. what readers see: documents, provenance, index entries, fixtures, bulk
+//!    rows and their changes in the feed (after removing the changes they
+//!    supersede that retention has passed);
 //! 2. the row counts of the bulk buckets those rows may have changed;
 //! 3. the projector's own state: aggregate states and party references;
 //! 4. the checkpoints.
@@ -21,6 +23,7 @@ use futures_util::FutureExt;
 use scylla::client::session::Session;
 
 use super::bulk_pages::may_change_count;
+use super::change_feed::VersionFeed;
 use super::execution::{Prepared, Request, execute, read_concurrently, run_concurrently, select};
 use super::statements::{FIXTURES_PARTITION, ModelStatement};
 use super::timestamps;
@@ -37,14 +40,36 @@ pub(super) struct VersionWrites<'a> {
     pub statements: &'a Prepared<ModelStatement>,
 }
 
+/// Where a batch's changes go in the feed, and what retention removes.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct FeedPlacement {
+    /// The sequence of the batch's first change.
+    pub first_sequence: i64,
+    /// Changes committed before this sequence are past retention.
+    pub retention_cutoff: Option<i64>,
+}
+
 impl<'a> VersionWrites<'a> {
-    pub(super) async fn apply_batch(&self, batch: &'a WriteBatch) -> Result<(), StoreError> {
+    /// Writes the batch in its phases; returns the newest change retention removed.
+    pub(super) async fn apply_batch(
+        &self,
+        batch: &'a WriteBatch,
+        feed_placement: FeedPlacement,
+    ) -> Result<Option<i64>, StoreError> {
         let buckets = self.buckets_to_recount(&batch.bulk_rows).await?;
-        run_concurrently(self.visible_writes(batch)?).await?;
+        let feed = VersionFeed { session: self.session, statements: self.statements };
+        let removed = match feed_placement.retention_cutoff {
+            Some(cutoff) => feed.remove_superseded(&batch.bulk_rows, cutoff).await?,
+            None => None,
+        };
+        let mut visible = self.visible_writes(batch)?;
+        visible.extend(feed.append(&batch.bulk_rows, feed_placement.first_sequence)?);
+        run_concurrently(visible).await?;
         let recounts = buckets.into_iter().map(|(audience, bucket)| self.recount(audience, bucket).boxed()).collect();
         run_concurrently(recounts).await?;
         run_concurrently(self.state_writes(batch)?).await?;
-        run_concurrently(self.checkpoint_writes(batch)?).await
+        run_concurrently(self.checkpoint_writes(batch)?).await?;
+        Ok(removed)
     }
 
     fn request(

@@ -11,6 +11,7 @@
 //! batch takes long enough to stall an async worker.
 
 mod api_keys;
+mod change_feed;
 mod connections;
 mod document_cache;
 mod errors;
@@ -37,11 +38,12 @@ use self::reader_pool::ReaderPool;
 use self::wal_writeback::LogWriteback;
 use crate::active_version_cache::ActiveVersionCache;
 use crate::api_keys::{ApiKeyRecord, ApiKeys};
+use crate::change_feed::{ChangeFeedBounds, ChangeItem, ChangeQuery, ChangesRead};
 use crate::clock::Clock;
 use crate::documents::DocumentKind;
 use crate::identifiers::Audience;
 use crate::store::{
-    AggregateKey, BatchWritten, Body, BulkPage, Checkpoint, DocumentCacheStatistics, DocumentReads, IdentifierKind,
+    AggregateKey, BatchWritten, Body, BulkKey, BulkPage, Checkpoint, DocumentCacheStatistics, DocumentReads, IdentifierKind,
     ModelVersion, ModelVersionInfo, ModelVersions, PartyReferrer, ProjectionWrites, StoreError, StoredAggregate,
     WriteBatch,
 };
@@ -268,8 +270,13 @@ impl SqliteStore {
 
     /// The connections to the active version's file.
     fn active_file(&self) -> Result<Arc<VersionFile>, StoreError> {
+        self.active_version_and_file().map(|(_, file)| file)
+    }
+
+    /// The active version and the connections to its file.
+    fn active_version_and_file(&self) -> Result<(ModelVersion, Arc<VersionFile>), StoreError> {
         let version = self.read_active_version()?.ok_or(StoreError::NoActiveModelVersion)?;
-        Ok(self.version_file(version))
+        Ok((version, self.version_file(version)))
     }
 
     /// Runs a read on the active version.
@@ -325,6 +332,35 @@ impl DocumentReads for SqliteStore {
         self.read_active(|connection| reads::bulk_page(connection, audience, offset, limit))
     }
 
+    async fn bulk_rows_after(
+        &self,
+        audience: Audience,
+        after: Option<&BulkKey>,
+        limit: u32,
+    ) -> Result<Vec<(BulkKey, Body)>, StoreError> {
+        self.read_active(|connection| reads::bulk_rows_after(connection, audience, after, limit))
+    }
+
+    async fn changes(&self, query: &ChangeQuery) -> Result<ChangesRead, StoreError> {
+        let (version, file) = self.active_version_and_file()?;
+        file.readers.with(|connection| change_feed::changes(connection, version, query))
+    }
+
+    async fn latest_change(
+        &self,
+        audience: Audience,
+        lcc_id: &str,
+    ) -> Result<Option<(ModelVersion, ChangeItem)>, StoreError> {
+        let (version, file) = self.active_version_and_file()?;
+        let item = file.readers.with(|connection| change_feed::latest_change(connection, audience, lcc_id))?;
+        Ok(item.map(|item| (version, item)))
+    }
+
+    async fn change_feed_bounds(&self, audience: Audience) -> Result<ChangeFeedBounds, StoreError> {
+        let (version, file) = self.active_version_and_file()?;
+        file.readers.with(|connection| change_feed::bounds(connection, version, audience))
+    }
+
     async fn sandbox_fixtures(&self) -> Result<Vec<Body>, StoreError> {
         self.read_active(reads::sandbox_fixtures)
     }
@@ -373,7 +409,8 @@ impl ProjectionWrites for SqliteStore {
 
     async fn apply_batch(&self, version: ModelVersion, batch: Arc<WriteBatch>) -> Result<BatchWritten, StoreError> {
         let file = self.known_version_file(version)?;
-        tokio::task::spawn_blocking(move || file.with_writer(|writer| writes::apply_batch(writer, &batch)))
+        let clock = self.inner.clock.clone();
+        tokio::task::spawn_blocking(move || file.with_writer(|writer| writes::apply_batch(writer, &batch, clock.unix_ms())))
             .await
             .map_err(|error| StoreError::Unavailable(format!("batch write task failed: {error}")))?
     }

@@ -9,7 +9,7 @@ use super::errors::from_sqlite;
 use crate::bulk::plan_page;
 use crate::documents::DocumentKind;
 use crate::identifiers::Audience;
-use crate::store::{Body, BulkPage, Checkpoint, IdentifierKind, PartyReferrer, StoreError};
+use crate::store::{Body, BulkKey, BulkPage, Checkpoint, IdentifierKind, PartyReferrer, StoreError};
 
 /// The point read of each document kind (written out, so no lookup formats SQL).
 fn select_document(kind: DocumentKind) -> &'static str {
@@ -91,6 +91,28 @@ pub(super) fn bulk_page(
         }
     }
     Ok(page)
+}
+
+/// Up to `limit` bulk rows after `after`, in (bucket, lccId) order.
+pub(super) fn bulk_rows_after(
+    connection: &Connection,
+    audience: Audience,
+    after: Option<&BulkKey>,
+    limit: u32,
+) -> Result<Vec<(BulkKey, Body)>, StoreError> {
+    let (bucket, lcc_id) = after.map_or((-1, ""), |key| (i64::from(key.bucket), key.lcc_id.as_str()));
+    let mut statement = connection
+        .prepare_cached(
+            "SELECT bucket, lcc_id, body FROM bulk_rows WHERE audience = ?1 AND (bucket, lcc_id) > (?2, ?3) \
+             ORDER BY bucket, lcc_id LIMIT ?4",
+        )
+        .map_err(from_sqlite)?;
+    let rows = statement
+        .query_map(params![audience.code(), bucket, lcc_id, limit], |row| {
+            Ok((BulkKey { bucket: row.get(0)?, lcc_id: row.get(1)? }, row.get(2)?))
+        })
+        .map_err(from_sqlite)?;
+    rows.collect::<Result<_, _>>().map_err(from_sqlite)
 }
 
 pub(super) fn sandbox_fixtures(connection: &Connection) -> Result<Vec<Body>, StoreError> {

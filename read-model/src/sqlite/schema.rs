@@ -17,17 +17,20 @@ pub const CATALOG_DDL: &str = include_str!("../../../schemas/sqlite/catalog.sql"
 pub const MODEL_DDL: &str = include_str!("../../../schemas/sqlite/model.sql");
 /// Moves a revision-1 model file's documents into the rows of revision 2.
 const MODEL_REVISION_2_UPGRADE: &str = include_str!("../../../schemas/sqlite/model-revision-2.sql");
+/// Records every published work in the change feed that revision 3 adds.
+const MODEL_REVISION_3_UPGRADE: &str = include_str!("../../../schemas/sqlite/model-revision-3.sql");
 
 /// The schema revision this binary writes and reads. Revision 2 keeps a
-/// work's four documents in one row (`work_documents`).
-const SCHEMA_REVISION: i64 = 2;
+/// work's four documents in one row (`work_documents`); revision 3 adds the
+/// change feed.
+const SCHEMA_REVISION: i64 = 3;
 
 pub(super) fn migrate_catalog(connection: &mut Connection) -> Result<(), StoreError> {
     migrate(connection, CATALOG_DDL, &[])
 }
 
 pub(super) fn migrate_model(connection: &mut Connection) -> Result<(), StoreError> {
-    migrate(connection, MODEL_DDL, &[(1, MODEL_REVISION_2_UPGRADE)])
+    migrate(connection, MODEL_DDL, &[(1, MODEL_REVISION_2_UPGRADE), (2, MODEL_REVISION_3_UPGRADE)])
 }
 
 /// Applies `ddl`, then each upgrade whose revision is the file's, in one
@@ -148,6 +151,36 @@ mod tests {
             )
             .expect("schema");
         assert_eq!(old_tables, 0, "the tables of revision 1 are dropped");
+    }
+
+    #[test]
+    fn a_revision_2_model_gets_a_change_for_every_published_work_when_upgraded() {
+        let mut connection = Connection::open_in_memory().expect("open");
+        migrate_model(&mut connection).expect("create");
+        connection
+            .execute_batch(
+                "INSERT INTO bulk_rows VALUES ('production', 7, 'LCC-2', CAST('row 2' AS BLOB));
+                 INSERT INTO bulk_rows VALUES ('production', 3, 'LCC-1', CAST('row 1' AS BLOB));
+                 INSERT INTO bulk_rows VALUES ('sandbox', 1, 'SANDBOX-LCC-1', CAST('sandbox row' AS BLOB));
+                 DROP TABLE change_feed; DROP TABLE change_feed_state;
+                 PRAGMA user_version = 2;",
+            )
+            .expect("revision 2");
+        migrate_model(&mut connection).expect("upgrade");
+        migrate_model(&mut connection).expect("a second migration does nothing");
+        let mut statement = connection
+            .prepare("SELECT audience, lcc_id, CAST(body AS TEXT) FROM change_feed ORDER BY sequence")
+            .expect("feed");
+        let changes: Vec<(String, String, String)> = statement
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+            .expect("read")
+            .collect::<Result<_, _>>()
+            .expect("rows");
+        let expected = [("production", "LCC-1", "row 1"), ("production", "LCC-2", "row 2"), ("sandbox", "SANDBOX-LCC-1", "sandbox row")];
+        assert_eq!(changes, expected.map(|(a, b, c)| (a.to_owned(), b.to_owned(), c.to_owned())), "export order");
+        let horizon: i64 = connection.query_row("SELECT horizon FROM change_feed_state", [], |row| row.get(0)).expect("state");
+        let first: i64 = connection.query_row("SELECT min(sequence) FROM change_feed", [], |row| row.get(0)).expect("min");
+        assert_eq!(first, horizon + 1, "the changes follow the horizon");
     }
 
     #[test]

@@ -7,16 +7,19 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use rusqlite::{Connection, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use super::errors::from_sqlite;
+use super::change_feed::{self, RecordedChange};
 use super::{Writer, reads, schema, state_reads};
 use crate::bulk::bulk_bucket;
 use crate::identifiers::Audience;
 use crate::read_set::{CommitMark, ReadSet};
 use crate::store::{BatchWritten, KeyedWrite, PartyReferenceWrite, StoreError, WriteBatch};
 
-pub(super) fn apply_batch(writer: &mut Writer, batch: &WriteBatch) -> Result<BatchWritten, StoreError> {
+/// Applies `batch`, committed at `now_ms` (milliseconds since the epoch, for
+/// the change feed).
+pub(super) fn apply_batch(writer: &mut Writer, batch: &WriteBatch, now_ms: i64) -> Result<BatchWritten, StoreError> {
     let transaction =
         writer.connection.transaction_with_behavior(TransactionBehavior::Immediate).map_err(from_sqlite)?;
     // The data version changes only when another connection commits, so an
@@ -28,7 +31,8 @@ pub(super) fn apply_batch(writer: &mut Writer, batch: &WriteBatch) -> Result<Bat
     }
     write_documents(&transaction, batch)?;
     record_document_changes(&transaction, batch)?;
-    write_bulk_rows(&transaction, batch)?;
+    let changes = write_bulk_rows(&transaction, batch)?;
+    change_feed::record(&transaction, &changes, now_ms, batch.change_feed_retention)?;
     write_state(&transaction, batch)?;
     transaction.commit().map_err(from_sqlite)?;
     Ok(BatchWritten { mark: Some(mark), stale: Vec::new() })
@@ -128,31 +132,43 @@ fn record_document_changes(connection: &Connection, batch: &WriteBatch) -> Resul
     Ok(())
 }
 
-/// Upserts and removes bulk rows, keeping the per-bucket counts exact.
-fn write_bulk_rows(connection: &Connection, batch: &WriteBatch) -> Result<(), StoreError> {
+/// Upserts and removes bulk rows, keeping the per-bucket counts exact, and
+/// returns the changes for the feed: a row that is new or differs from the
+/// one it replaces, and a row removed. Rewriting a row with its own bytes
+/// (a rendering that a change of something the row does not show caused)
+/// is no change.
+fn write_bulk_rows<'a>(connection: &Connection, batch: &'a WriteBatch) -> Result<Vec<RecordedChange<'a>>, StoreError> {
     let mut count_changes: BTreeMap<(&'static str, u32), i64> = BTreeMap::new();
+    let mut changes = Vec::new();
     let prepare = |sql: &str| connection.prepare_cached(sql).map_err(from_sqlite);
-    let mut exists = prepare("SELECT 1 FROM bulk_rows WHERE audience = ?1 AND bucket = ?2 AND lcc_id = ?3")?;
+    let mut current = prepare("SELECT body FROM bulk_rows WHERE audience = ?1 AND bucket = ?2 AND lcc_id = ?3")?;
     let mut update = prepare("UPDATE bulk_rows SET body = ?4 WHERE audience = ?1 AND bucket = ?2 AND lcc_id = ?3")?;
     let mut insert = prepare("INSERT INTO bulk_rows (audience, bucket, lcc_id, body) VALUES (?1, ?2, ?3, ?4)")?;
     let mut delete = prepare("DELETE FROM bulk_rows WHERE audience = ?1 AND bucket = ?2 AND lcc_id = ?3")?;
     for KeyedWrite { key: lcc_id, body, .. } in &batch.bulk_rows {
         let audience = Audience::of(lcc_id).code();
         let bucket = bulk_bucket(lcc_id);
-        let existed = exists.exists(params![audience, bucket, lcc_id]).map_err(from_sqlite)?;
-        match (body, existed) {
-            (Some(body), true) => update.execute(params![audience, bucket, lcc_id, body]).map(drop),
-            (Some(body), false) => {
+        let existing: Option<Vec<u8>> =
+            current.query_row(params![audience, bucket, lcc_id], |row| row.get(0)).optional().map_err(from_sqlite)?;
+        match (body, existing) {
+            (Some(body), Some(existing)) if *body == existing => continue,
+            (Some(body), Some(_)) => update.execute(params![audience, bucket, lcc_id, body]).map(drop),
+            (Some(body), None) => {
                 *count_changes.entry((audience, bucket)).or_default() += 1;
                 insert.execute(params![audience, bucket, lcc_id, body]).map(drop)
             }
-            (None, true) => {
+            (None, Some(_)) => {
                 *count_changes.entry((audience, bucket)).or_default() -= 1;
                 delete.execute(params![audience, bucket, lcc_id]).map(drop)
             }
-            (None, false) => Ok(()),
+            (None, None) => continue,
         }
         .map_err(from_sqlite)?;
+        if changes.last().is_some_and(|last: &RecordedChange<'_>| last.lcc_id == lcc_id.as_str()) {
+            // A batch that writes one row twice records its last state once.
+            changes.pop();
+        }
+        changes.push(RecordedChange { audience, lcc_id, body: body.as_deref() });
     }
     let mut counts = connection
         .prepare_cached(
@@ -170,7 +186,7 @@ fn write_bulk_rows(connection: &Connection, batch: &WriteBatch) -> Result<(), St
             drop_empty.execute(params![audience, bucket]).map_err(from_sqlite)?;
         }
     }
-    Ok(())
+    Ok(changes)
 }
 
 /// The projector's state and the checkpoints, written last in the transaction.

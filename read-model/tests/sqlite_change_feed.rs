@@ -1,0 +1,156 @@
+//! What the SQLite store's change feed does beyond the conformance suite:
+//! retention by a manual clock (superseded changes and withdrawals go once
+//! past the period, a work's newest change stays, and cursors behind what
+//! went are refused), and rewrites of a row with its own bytes that record
+//! nothing.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use read_model::change_feed::{ChangeFeedGone, ChangeItem, ChangeQuery, ChangesRead, FeedPosition};
+use read_model::clock::Clock;
+use read_model::{
+    Audience, DocumentReads, KeyedWrite, ModelVersion, ModelVersions, ProjectionWrites, SqliteStore, WriteBatch,
+    WriteVersion,
+};
+
+const V1: ModelVersion = ModelVersion(1);
+const RETENTION: Duration = Duration::from_secs(30 * 24 * 60 * 60);
+const DAY: Duration = Duration::from_secs(24 * 60 * 60);
+
+async fn store_with_clock() -> (tempfile::TempDir, SqliteStore, Clock) {
+    let directory = tempfile::tempdir().expect("temporary directory");
+    let clock = Clock::manual();
+    let store = SqliteStore::open_with_clock(directory.path(), 0, clock.clone()).expect("open");
+    store.migrate().await.expect("migrate");
+    store.create_model_version(V1).await.expect("create");
+    store.activate_model_version(V1).await.expect("activate");
+    (directory, store, clock)
+}
+
+async fn write(store: &SqliteStore, rows: &[(&str, Option<&str>)]) {
+    let bulk_rows = rows
+        .iter()
+        .map(|(key, body)| KeyedWrite {
+            key: (*key).to_owned(),
+            body: body.map(|text| text.as_bytes().to_vec()),
+            version: WriteVersion(1),
+        })
+        .collect();
+    let batch = WriteBatch { bulk_rows, change_feed_retention: Some(RETENTION), ..WriteBatch::default() };
+    store.apply_batch(V1, Arc::new(batch)).await.expect("write");
+}
+
+async fn read(store: &SqliteStore, after: Option<FeedPosition>) -> ChangesRead {
+    read_changes(store, after, false).await
+}
+
+/// The current records: every work's newest retained change.
+async fn records(store: &SqliteStore) -> ChangesRead {
+    read_changes(store, None, true).await
+}
+
+async fn read_changes(store: &SqliteStore, after: Option<FeedPosition>, latest_only: bool) -> ChangesRead {
+    let query = ChangeQuery {
+        audience: Audience::Production,
+        after: after.map(|position| (V1, position)),
+        until_sequence: None,
+        limit: 100,
+        latest_only,
+    };
+    store.changes(&query).await.expect("read")
+}
+
+fn described(read: &ChangesRead) -> Vec<(String, Option<String>)> {
+    let ChangesRead::Page(page) = read else { panic!("expected a page, got {read:?}") };
+    page.items.iter().map(|item: &ChangeItem| (item.lcc_id().to_owned(), body_text(item))).collect()
+}
+
+fn body_text(item: &ChangeItem) -> Option<String> {
+    item.body.as_ref().map(|body| String::from_utf8_lossy(body).into_owned())
+}
+
+fn entry(lcc_id: &str, body: Option<&str>) -> (String, Option<String>) {
+    (lcc_id.to_owned(), body.map(str::to_owned))
+}
+
+#[tokio::test]
+async fn retention_removes_superseded_changes_and_withdrawals_and_keeps_each_works_newest() {
+    let (_directory, store, clock) = store_with_clock().await;
+    let ChangesRead::Page(start) = read(&store, None).await else { panic!("gone") };
+    let start = start.next;
+    write(&store, &[("LCC-A", Some("a1")), ("LCC-B", Some("b1"))]).await;
+    let ChangesRead::Page(first) = read(&store, None).await else { panic!("gone") };
+    let after_a1 = first.items[0].position.clone();
+
+    clock.advance(RETENTION + DAY);
+    write(&store, &[("LCC-A", Some("a2")), ("LCC-C", Some("c1"))]).await;
+    assert_eq!(
+        described(&read(&store, None).await),
+        [entry("LCC-B", Some("b1")), entry("LCC-A", Some("a2")), entry("LCC-C", Some("c1"))],
+        "the feed starts after a1, which is superseded and past retention"
+    );
+    assert_eq!(
+        described(&records(&store).await),
+        [entry("LCC-B", Some("b1")), entry("LCC-A", Some("a2")), entry("LCC-C", Some("c1"))],
+        "b1 is B's newest change and stays among the current records"
+    );
+    assert_eq!(read(&store, Some(start)).await, ChangesRead::Gone(ChangeFeedGone::Purged), "a1 is gone after it");
+    assert_eq!(described(&read(&store, Some(after_a1)).await).len(), 3, "nothing after a1 is gone");
+
+    write(&store, &[("LCC-B", None)]).await;
+    assert_eq!(
+        described(&records(&store).await),
+        [entry("LCC-A", Some("a2")), entry("LCC-C", Some("c1")), entry("LCC-B", None)],
+        "the withdrawal supersedes b1, which is past retention"
+    );
+    let ChangesRead::Page(before_sweep) = read(&store, None).await else { panic!("gone") };
+    let before_withdrawal = before_sweep.items[before_sweep.items.len() - 2].position.clone();
+    clock.advance(RETENTION + DAY);
+    write(&store, &[("LCC-D", Some("d1"))]).await;
+    assert_eq!(
+        described(&records(&store).await),
+        [entry("LCC-A", Some("a2")), entry("LCC-C", Some("c1")), entry("LCC-D", Some("d1"))],
+        "the withdrawal itself goes once past retention; the newest changes of published works stay"
+    );
+    assert_eq!(described(&read(&store, None).await), [entry("LCC-D", Some("d1"))]);
+    assert_eq!(
+        read(&store, Some(before_withdrawal)).await,
+        ChangesRead::Gone(ChangeFeedGone::Purged),
+        "a client that had not seen the withdrawal must start again"
+    );
+    assert_eq!(described(&read(&store, Some(before_sweep.next.clone())).await), [entry("LCC-D", Some("d1"))]);
+    let bounds = store.change_feed_bounds(Audience::Production).await.expect("bounds");
+    assert_eq!(bounds.newest.as_ref().map(|position| &position.lcc_id), Some(&"LCC-D".to_owned()));
+    assert_eq!(bounds.horizon, before_sweep.next.sequence, "the withdrawal was the newest change removed");
+}
+
+#[tokio::test]
+async fn a_row_rewritten_with_its_own_bytes_is_no_change_and_sequences_grow_when_the_clock_steps_back() {
+    let (directory, store, clock) = store_with_clock().await;
+    write(&store, &[("LCC-A", Some("a1"))]).await;
+    write(&store, &[("LCC-A", Some("a1")), ("LCC-NONE", None)]).await;
+    assert_eq!(described(&read(&store, None).await), [entry("LCC-A", Some("a1"))]);
+
+    // A second process on the same files whose clock is a day behind.
+    let behind = Clock::manual();
+    let late = SqliteStore::open_with_clock(directory.path(), 0, behind.clone()).expect("open");
+    clock.advance(DAY);
+    write(&store, &[("LCC-A", Some("a2"))]).await;
+    write(&late, &[("LCC-A", Some("a3"))]).await;
+    let ChangesRead::Page(page) = read(&store, None).await else { panic!("gone") };
+    let sequences: Vec<i64> = page.items.iter().map(|item| item.position.sequence).collect();
+    assert!(sequences.windows(2).all(|pair| pair[0] < pair[1]), "{sequences:?}");
+    let versions: Vec<u64> = page.items.iter().map(|item| item.version).collect();
+    assert!(versions.windows(2).all(|pair| pair[0] < pair[1]), "{versions:?}");
+}
+
+#[tokio::test]
+async fn a_cursor_past_the_newest_change_is_not_a_position_of_this_feed() {
+    let (_directory, store, _clock) = store_with_clock().await;
+    write(&store, &[("LCC-A", Some("a1"))]).await;
+    let ChangesRead::Page(page) = read(&store, None).await else { panic!("gone") };
+    let beyond = FeedPosition { sequence: page.next.sequence + (1 << 40), lcc_id: String::new() };
+    assert_eq!(read(&store, Some(beyond)).await, ChangesRead::Gone(ChangeFeedGone::Purged));
+    assert_eq!(described(&read(&store, Some(page.next)).await), [], "the newest position continues, empty");
+}
