@@ -68,6 +68,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     let dead_letters = DeadLetterFile::open(&cli.data_dir.join("dead-letters").join("service-events.jsonl"))
         .context("failed to open the dead-letter file")?;
     let options = RunOptions {
+        change_feed_retention: read_model::change_feed::DEFAULT_RETENTION,
         batch_size: 5_000,
         linger: Duration::from_millis(100),
         exit_when_caught_up: false,

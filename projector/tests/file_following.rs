@@ -54,6 +54,7 @@ async fn a_followed_directory_reads_new_files_and_the_new_records_of_a_grown_fil
     let letters = DeadLetterFile::open(&projection.directory.path().join("letters.jsonl")).expect("dead letters");
     let store: Arc<dyn Store> = Arc::new(projection.store.clone());
     let options = RunOptions {
+        change_feed_retention: read_model::change_feed::DEFAULT_RETENTION,
         batch_size: 100,
         linger: Duration::from_millis(10),
         exit_when_caught_up: false,

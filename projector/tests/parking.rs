@@ -76,6 +76,7 @@ async fn project_with_poison(render_deferral: RenderDeferral) -> (Vec<Call>, u64
     let file = DeadLetterFile::open(&projection.dead_letter_path(&events)).expect("dead letters");
     let sink = RecordingSink { file, calls: Arc::clone(&calls) };
     let options = RunOptions {
+        change_feed_retention: read_model::change_feed::DEFAULT_RETENTION,
         batch_size: 2,
         linger: Duration::from_secs(3600),
         exit_when_caught_up: true,

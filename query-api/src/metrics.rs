@@ -18,7 +18,11 @@ use prometheus::{
     TextEncoder,
 };
 use read_model::identifiers::Audience;
-use read_model::{Body, BulkPage, DocumentCacheStatistics, DocumentKind, DocumentReads, IdentifierKind, StoreError};
+use read_model::change_feed::{ChangeFeedBounds, ChangeItem, ChangeQuery, ChangesRead};
+use read_model::{
+    Body, BulkKey, BulkPage, DocumentCacheStatistics, DocumentKind, DocumentReads, IdentifierKind, ModelVersion,
+    StoreError,
+};
 
 /// The service's metrics.
 #[derive(Debug)]
@@ -200,6 +204,35 @@ impl DocumentReads for MeteredReads {
     async fn bulk_page(&self, audience: Audience, offset: u64, limit: u32) -> Result<BulkPage, StoreError> {
         let _timer = self.metrics.observe_store("bulk_page").start_timer();
         self.inner.bulk_page(audience, offset, limit).await
+    }
+
+    async fn bulk_rows_after(
+        &self,
+        audience: Audience,
+        after: Option<&BulkKey>,
+        limit: u32,
+    ) -> Result<Vec<(BulkKey, Body)>, StoreError> {
+        let _timer = self.metrics.observe_store("bulk_rows").start_timer();
+        self.inner.bulk_rows_after(audience, after, limit).await
+    }
+
+    async fn changes(&self, query: &ChangeQuery) -> Result<ChangesRead, StoreError> {
+        let _timer = self.metrics.observe_store("change_feed").start_timer();
+        self.inner.changes(query).await
+    }
+
+    async fn latest_change(
+        &self,
+        audience: Audience,
+        lcc_id: &str,
+    ) -> Result<Option<(ModelVersion, ChangeItem)>, StoreError> {
+        let _timer = self.metrics.observe_store("change_feed_latest").start_timer();
+        self.inner.latest_change(audience, lcc_id).await
+    }
+
+    async fn change_feed_bounds(&self, audience: Audience) -> Result<ChangeFeedBounds, StoreError> {
+        let _timer = self.metrics.observe_store("change_feed_bounds").start_timer();
+        self.inner.change_feed_bounds(audience).await
     }
 
     async fn sandbox_fixtures(&self) -> Result<Vec<Body>, StoreError> {

@@ -148,7 +148,8 @@ pub fn following_projector_command(events: &Path, data: &Path, batch_size: usize
 /// Every row of every document and state table of model version 1, in a
 /// canonical order: equal dumps mean byte-identical documents. Checkpoints
 /// are left out, since they name the source, and so are the per-batch
-/// change records, which follow batch boundaries.
+/// change records and the change feed, which follow batch boundaries and
+/// commit times.
 pub fn dump_documents(data: &Path) -> BTreeMap<String, Vec<String>> {
     dump_model_version(data, 1)
 }
@@ -163,7 +164,7 @@ pub fn dump_model_version(data: &Path, version: u32) -> BTreeMap<String, Vec<Str
     let tables: Vec<String> = connection
         .prepare(
             "SELECT name FROM sqlite_master WHERE type = 'table' \
-             AND name NOT IN ('checkpoints', 'document_changes') ORDER BY name",
+             AND name NOT IN ('checkpoints', 'document_changes', 'change_feed', 'change_feed_state') ORDER BY name",
         )
         .expect("prepare")
         .query_map([], |row| row.get(0))

@@ -62,6 +62,8 @@ pub struct RunOptions {
     pub poll_interval: Duration,
     /// How far rendering may be deferred while batches fill up.
     pub render_deferral: RenderDeferral,
+    /// How long the change feed keeps superseded changes and withdrawals.
+    pub change_feed_retention: Duration,
 }
 
 /// What a run did.
@@ -127,7 +129,13 @@ pub async fn run(
     let mut in_flight: Option<InFlight> = None;
     let mut deferred = DeferredRenders::default();
     let mut batches_started: u64 = 0;
-    let writing = Writing { store: &store, version, source_id: &source_id, observer: observer.as_ref() };
+    let writing = Writing {
+        store: &store,
+        version,
+        source_id: &source_id,
+        observer: observer.as_ref(),
+        change_feed_retention: options.change_feed_retention,
+    };
     loop {
         let linger_deadline = tokio::time::Instant::from_std(batch_started + options.linger);
         let render_deadline = deferred.deadline(options.render_deferral).map(tokio::time::Instant::from_std);

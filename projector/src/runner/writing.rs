@@ -28,12 +28,13 @@ pub(super) struct Writing<'a> {
     pub(super) version: ModelVersion,
     pub(super) source_id: &'a str,
     pub(super) observer: &'a dyn BatchObserver,
+    pub(super) change_feed_retention: std::time::Duration,
 }
 
 impl Writing<'_> {
     /// Starts writing a projected batch on a task of its own, inside the batch's span.
     pub(super) fn start(&self, reprojection: Reprojection, outcome: BatchOutcome, progress: Progress) -> InFlight {
-        let batch = Arc::new(outcome.write);
+        let batch = Arc::new(WriteBatch { change_feed_retention: Some(self.change_feed_retention), ..outcome.write });
         let totals = RunTotals {
             events: reprojection.event_count(),
             applied: outcome.applied,
@@ -149,7 +150,7 @@ async fn write_until_fresh(
             Err(error) => return Err(error),
         };
         written.write_conflicts += 1;
-        batch = Arc::new(next);
+        batch = Arc::new(WriteBatch { change_feed_retention: batch.change_feed_retention, ..next });
     }
 }
 

@@ -54,6 +54,7 @@ impl Projection {
         let letters = DeadLetterFile::open(&self.dead_letter_path(events)).expect("dead letters");
         let store: Arc<dyn Store> = Arc::new(self.store.clone());
         let options = RunOptions {
+            change_feed_retention: read_model::change_feed::DEFAULT_RETENTION,
             batch_size,
             linger: Duration::from_millis(100),
             exit_when_caught_up: true,

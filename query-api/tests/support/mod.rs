@@ -42,6 +42,7 @@ async fn project(store: &SqliteStore, events: &Path, dead_letters: &Path) {
     let source = FileSource::new(events, Arc::new(Contract::load().expect("contract")));
     let letters = DeadLetterFile::open(dead_letters).expect("dead letters");
     let options = RunOptions {
+        change_feed_retention: read_model::change_feed::DEFAULT_RETENTION,
         batch_size: 5_000,
         linger: Duration::from_millis(100),
         exit_when_caught_up: true,

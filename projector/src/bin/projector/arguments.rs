@@ -114,6 +114,11 @@ pub(crate) struct RunTuning {
     /// The longest a deferred document waits to be rendered, in seconds.
     #[arg(long, env = "LCC_RENDER_DEFERRAL_MAX_SECONDS", default_value_t = RenderDeferral::DEFAULT.max_wait.as_secs())]
     pub(crate) render_deferral_max_seconds: u64,
+    /// How long the change feed keeps changes that a later change of the
+    /// same work supersedes, and withdrawals, in days. A client whose cursor
+    /// is older starts again from a snapshot.
+    #[arg(long, env = "LCC_CHANGE_FEED_RETENTION_DAYS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3650))]
+    pub(crate) change_feed_retention_days: u64,
     /// Exit once every event present has been projected, instead of following the source.
     #[arg(long)]
     pub(crate) exit_when_caught_up: bool,

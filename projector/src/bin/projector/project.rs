@@ -38,6 +38,7 @@ pub(crate) async fn project(
     store.check_writer_settings().await.context("the projector cannot write to this store")?;
     let contract = Arc::new(Contract::load()?);
     let options = RunOptions {
+        change_feed_retention: Duration::from_secs(tuning.change_feed_retention_days * 24 * 60 * 60),
         batch_size: tuning.batch_size.max(1),
         linger: Duration::from_millis(tuning.batch_linger_ms),
         exit_when_caught_up: tuning.exit_when_caught_up,
