@@ -47,6 +47,8 @@ pub struct App {
     pub rate_limits: RateLimits,
     pub settings: Settings,
     pub metrics: Arc<crate::metrics::Metrics>,
+    /// The catalogue snapshots served under `/bulk/snapshots`.
+    pub snapshots: crate::snapshots::SnapshotLibrary,
     /// The served OpenAPI document, serialized by `routes::router` the first
     /// time it builds the router for this state (it depends on the settings).
     pub openapi_document: OnceLock<Bytes>,

@@ -2,8 +2,9 @@
 //! defaults that work on one machine. Shared by `query-api serve` and the
 //! single-machine `rights-service` binary.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use read_model::{ApiKeys, DocumentReads, Store};
@@ -14,6 +15,7 @@ use crate::keys::sandbox::SandboxKeys;
 use crate::keys::sandbox::secret_kept_in;
 use crate::metrics::{MeteredReads, Metrics};
 use crate::rate_limit::RateLimits;
+use crate::snapshots::{DEFAULT_ROWS_PER_FILE, SnapshotLibrary, SnapshotSchedule};
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct ServeConfig {
@@ -46,9 +48,39 @@ pub struct ServeConfig {
     /// `X-Forwarded-For` entry. Set it only behind a proxy that appends it.
     #[arg(long, env = "LCC_TRUST_X_FORWARDED_FOR")]
     pub trust_x_forwarded_for: bool,
+    /// Directory of the catalogue snapshots every replica serves
+    /// (`DATA_DIR/snapshots` by default); replicas share it.
+    #[arg(long, env = "LCC_SNAPSHOT_DIR")]
+    pub snapshot_dir: Option<PathBuf>,
+    /// The longest the newest snapshot may lag the change feed, in minutes;
+    /// a snapshot is cut sooner once the feed is quiet. 0: this replica
+    /// serves snapshots but never cuts them.
+    #[arg(long, env = "LCC_SNAPSHOT_INTERVAL_MINUTES", default_value_t = 360)]
+    pub snapshot_interval_minutes: u64,
+    /// Snapshots kept per audience.
+    #[arg(long, env = "LCC_SNAPSHOTS_KEPT", default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
+    pub snapshots_kept: u64,
+    /// The most rows a snapshot file holds.
+    #[arg(long, env = "LCC_SNAPSHOT_ROWS_PER_FILE", default_value_t = DEFAULT_ROWS_PER_FILE, value_parser = clap::value_parser!(u64).range(1..))]
+    pub snapshot_rows_per_file: u64,
 }
 
 impl ServeConfig {
+    /// The directory snapshots are served from.
+    pub fn snapshot_library(&self, data_dir: &Path) -> SnapshotLibrary {
+        SnapshotLibrary::new(self.snapshot_dir.clone().unwrap_or_else(|| data_dir.join("snapshots")))
+    }
+
+    /// What the snapshot task is told, or `None` when this replica does not cut.
+    pub fn snapshot_schedule(&self, data_dir: &Path) -> Option<SnapshotSchedule> {
+        (self.snapshot_interval_minutes > 0).then(|| SnapshotSchedule {
+            library: self.snapshot_library(data_dir),
+            interval: Duration::from_secs(self.snapshot_interval_minutes.saturating_mul(60)),
+            keep: usize::try_from(self.snapshots_kept).unwrap_or(usize::MAX),
+            rows_per_file: self.snapshot_rows_per_file,
+        })
+    }
+
     /// The application state over `store`, whose production keys it reads;
     /// a generated sandbox key secret is kept in `data_dir`. Spawns the task
     /// that keeps the keys fresh, so it runs on a Tokio runtime.
@@ -78,6 +110,7 @@ impl ServeConfig {
                 bulk_max_limit: self.bulk_max_limit,
                 trust_x_forwarded_for: self.trust_x_forwarded_for,
             },
+            snapshots: self.snapshot_library(data_dir),
             openapi_document: Default::default(),
         }))
     }

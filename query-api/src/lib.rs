@@ -15,3 +15,4 @@ pub mod rate_limit;
 pub mod request_tracing;
 pub mod routes;
 pub mod server;
+pub mod snapshots;

@@ -17,8 +17,8 @@ use prometheus::{
     Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
     TextEncoder,
 };
-use read_model::identifiers::Audience;
 use read_model::change_feed::{ChangeFeedBounds, ChangeItem, ChangeQuery, ChangesRead};
+use read_model::identifiers::Audience;
 use read_model::{
     Body, BulkKey, BulkPage, DocumentCacheStatistics, DocumentKind, DocumentReads, IdentifierKind, ModelVersion,
     StoreError,

@@ -192,8 +192,10 @@ impl FeedCursor {
     }
 
     pub fn decode(text: &str) -> Result<FeedCursor, MalformedCursor> {
-        let encoded = text.strip_prefix(CURSOR_FORMAT).and_then(|rest| rest.strip_prefix('.')).ok_or(MalformedCursor)?;
-        let inner = String::from_utf8(base64url::decode(encoded).ok_or(MalformedCursor)?).map_err(|_| MalformedCursor)?;
+        let encoded =
+            text.strip_prefix(CURSOR_FORMAT).and_then(|rest| rest.strip_prefix('.')).ok_or(MalformedCursor)?;
+        let inner =
+            String::from_utf8(base64url::decode(encoded).ok_or(MalformedCursor)?).map_err(|_| MalformedCursor)?;
         let mut parts = inner.splitn(4, '.');
         let mut next = || parts.next().ok_or(MalformedCursor);
         let model_version = next()?.parse().map(ModelVersion).map_err(|_| MalformedCursor)?;
@@ -219,7 +221,10 @@ mod base64url {
     pub(super) fn encode(bytes: &[u8]) -> String {
         let mut text = String::with_capacity(bytes.len().div_ceil(3) * 4);
         for chunk in bytes.chunks(3) {
-            let value = chunk.iter().enumerate().fold(0u32, |value, (index, byte)| value | u32::from(*byte) << (16 - 8 * index));
+            let value = chunk
+                .iter()
+                .enumerate()
+                .fold(0u32, |value, (index, byte)| value | u32::from(*byte) << (16 - 8 * index));
             for index in 0..=chunk.len() {
                 text.push(char::from(ALPHABET[(value >> (18 - 6 * index) & 63) as usize]));
             }
@@ -255,9 +260,15 @@ mod tests {
 
     #[test]
     fn base64url_matches_rfc_4648_test_vectors() {
-        for (plain, encoded) in
-            [("", ""), ("f", "Zg"), ("fo", "Zm8"), ("foo", "Zm9v"), ("foob", "Zm9vYg"), ("fooba", "Zm9vYmE"), ("foobar", "Zm9vYmFy")]
-        {
+        for (plain, encoded) in [
+            ("", ""),
+            ("f", "Zg"),
+            ("fo", "Zm8"),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg"),
+            ("fooba", "Zm9vYmE"),
+            ("foobar", "Zm9vYmFy"),
+        ] {
             assert_eq!(base64url::encode(plain.as_bytes()), encoded);
             assert_eq!(base64url::decode(encoded).as_deref(), Some(plain.as_bytes()));
         }
@@ -272,7 +283,10 @@ mod tests {
         let cursor = FeedCursor {
             model_version: ModelVersion(3),
             audience: Audience::Sandbox,
-            position: FeedPosition { sequence: sequence_of_millisecond(1_764_000_000_000) + 7, lcc_id: "SANDBOX-LCC-1".into() },
+            position: FeedPosition {
+                sequence: sequence_of_millisecond(1_764_000_000_000) + 7,
+                lcc_id: "SANDBOX-LCC-1".into(),
+            },
         };
         let text = cursor.encode();
         assert!(text.bytes().all(|byte| byte.is_ascii_alphanumeric() || b"-_.".contains(&byte)), "{text}");

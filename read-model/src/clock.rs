@@ -34,11 +34,13 @@ impl Clock {
 
     /// A clock that moves only when [`Clock::advance`] moves it; clones share it.
     pub fn manual() -> Clock {
-        Clock { manual: Some(Arc::new(Manual {
-            start: Instant::now(),
-            start_unix_ms: system_unix_ms(),
-            elapsed_nanos: AtomicU64::new(0),
-        })) }
+        Clock {
+            manual: Some(Arc::new(Manual {
+                start: Instant::now(),
+                start_unix_ms: system_unix_ms(),
+                elapsed_nanos: AtomicU64::new(0),
+            })),
+        }
     }
 
     /// Now.

@@ -403,7 +403,13 @@ fn kinds_of(items: &[ChangeItem]) -> Vec<(String, ChangeKind, Option<String>)> {
 /// every row once.
 pub async fn change_feed_records_row_changes_in_commit_order(store: &dyn Store) {
     active_v1(store).await;
-    let empty = ChangeQuery { audience: Audience::Production, after: None, until_sequence: None, limit: 10, latest_only: false };
+    let empty = ChangeQuery {
+        audience: Audience::Production,
+        after: None,
+        until_sequence: None,
+        limit: 10,
+        latest_only: false,
+    };
     let ChangesRead::Page(start) = store.changes(&empty).await.expect("feed") else { panic!("gone") };
     assert!(start.items.is_empty());
     let mut first = WriteBatch::default();

@@ -33,8 +33,8 @@ pub use read_set::{CheckMoment, CommitMark, ReadInput, ReadSet};
 pub use scylla::{ScyllaSettings, ScyllaStore};
 pub use sqlite::SqliteStore;
 pub use store::{
-    AggregateKey, BatchWritten, Body, BulkKey, BulkPage, Checkpoint, DocumentCacheStatistics, DocumentReads, DocumentWrite,
-    IdentifierKind, IdentifierWrite, KeyedWrite, ModelVersion, ModelVersionInfo, ModelVersions, PartyReferenceWrite,
-    PartyReferrer, ProjectionWrites, ProvenanceRow, Store, StoreError, StoredAggregate, WriteBatch, WriteVersion,
-    active_or_first_version,
+    AggregateKey, BatchWritten, Body, BulkKey, BulkPage, Checkpoint, DocumentCacheStatistics, DocumentReads,
+    DocumentWrite, IdentifierKind, IdentifierWrite, KeyedWrite, ModelVersion, ModelVersionInfo, ModelVersions,
+    PartyReferenceWrite, PartyReferrer, ProjectionWrites, ProvenanceRow, Store, StoreError, StoredAggregate,
+    WriteBatch, WriteVersion, active_or_first_version,
 };

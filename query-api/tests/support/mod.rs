@@ -74,6 +74,7 @@ fn app(
             bulk_max_limit: 1_000,
             trust_x_forwarded_for: behind_proxy,
         },
+        snapshots: query_api::snapshots::SnapshotLibrary::new(store.directory().join("snapshots")),
         openapi_document: Default::default(),
     })
 }

@@ -231,7 +231,8 @@ impl<'a> VersionFeed<'a> {
                 continue;
             }
             while items.len() < wanted {
-                let page = if query.latest_only { SCAN_PAGE } else { i32::try_from(wanted - items.len()).unwrap_or(i32::MAX) };
+                let page =
+                    if query.latest_only { SCAN_PAGE } else { i32::try_from(wanted - items.len()).unwrap_or(i32::MAX) };
                 let rows = self.read_day(query.audience, day, &after, until, page).await?;
                 let exhausted = rows.len() < page as usize;
                 for item in rows {
@@ -255,7 +256,11 @@ impl<'a> VersionFeed<'a> {
     }
 
     /// The newest change of one work, if retained.
-    pub(super) async fn latest_change(&self, audience: Audience, lcc_id: &str) -> Result<Option<ChangeItem>, StoreError> {
+    pub(super) async fn latest_change(
+        &self,
+        audience: Audience,
+        lcc_id: &str,
+    ) -> Result<Option<ChangeItem>, StoreError> {
         if Audience::of(lcc_id) != audience {
             return Ok(None);
         }
@@ -268,11 +273,16 @@ impl<'a> VersionFeed<'a> {
         Ok(rows.into_iter().next().map(change_item))
     }
 
-    pub(super) async fn bounds(&self, version: ModelVersion, audience: Audience) -> Result<ChangeFeedBounds, StoreError> {
+    pub(super) async fn bounds(
+        &self,
+        version: ModelVersion,
+        audience: Audience,
+    ) -> Result<ChangeFeedBounds, StoreError> {
         let days = self.days(audience).await?;
         let end = |statement: ModelStatement, day: Option<i64>| async move {
             let Some(day) = day else { return Ok(None) };
-            let rows: Vec<(i64, String)> = select(self.session, self.statements.get(statement)?, (audience.code(), day)).await?;
+            let rows: Vec<(i64, String)> =
+                select(self.session, self.statements.get(statement)?, (audience.code(), day)).await?;
             Ok::<_, StoreError>(rows.into_iter().next().map(|(sequence, lcc_id)| FeedPosition { sequence, lcc_id }))
         };
         Ok(ChangeFeedBounds {

@@ -37,6 +37,7 @@ use scylla::client::execution_profile::ExecutionProfileHandle;
 use scylla::client::session::Session;
 use tokio::sync::OnceCell;
 
+use self::change_feed::VersionFeed;
 use self::errors::unavailable;
 use self::execution::{Prepared, ddl_statement, execute, select};
 use self::prepared_versions::PreparedVersions;
@@ -47,7 +48,6 @@ pub use self::settings::{ScyllaSettings, parse_consistency};
 use self::statements::{
     ACTIVE_ROW, API_KEYS_PARTITION, CatalogStatement, ModelStatement, REVISION_ROW, VERSIONS_PARTITION,
 };
-use self::change_feed::VersionFeed;
 use self::writes::{FeedPlacement, VersionWrites};
 use crate::active_version_cache::ActiveVersionCache;
 use crate::api_keys::{ApiKeyRecord, ApiKeys};

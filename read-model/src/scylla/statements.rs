@@ -181,9 +181,9 @@ impl ModelStatement {
                 "SELECT sequence, lcc_id, version, body FROM {keyspace}.change_feed \
                  WHERE audience = ? AND day = ? AND sequence = ? AND lcc_id = ?"
             ),
-            SelectFirstChange => format!(
-                "SELECT sequence, lcc_id FROM {keyspace}.change_feed WHERE audience = ? AND day = ? LIMIT 1"
-            ),
+            SelectFirstChange => {
+                format!("SELECT sequence, lcc_id FROM {keyspace}.change_feed WHERE audience = ? AND day = ? LIMIT 1")
+            }
             SelectLastChange => format!(
                 "SELECT sequence, lcc_id FROM {keyspace}.change_feed WHERE audience = ? AND day = ? \
                  ORDER BY sequence DESC, lcc_id DESC LIMIT 1"

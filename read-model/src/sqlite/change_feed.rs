@@ -70,13 +70,16 @@ pub(super) fn record(
             .map_err(from_sqlite)?;
         // A work's older changes are superseded now; those past retention go at once.
         let mut superseded = connection
-            .prepare_cached("DELETE FROM change_feed WHERE lcc_id = ?1 AND sequence < ?2 AND sequence < ?3 RETURNING sequence")
+            .prepare_cached(
+                "DELETE FROM change_feed WHERE lcc_id = ?1 AND sequence < ?2 AND sequence < ?3 RETURNING sequence",
+            )
             .map_err(from_sqlite)?;
         for (index, change) in changes.iter().enumerate() {
             let sequence = first + index as i64;
             insert.execute(params![sequence, change.audience, change.lcc_id, change.body]).map_err(from_sqlite)?;
             if let Some(cutoff) = cutoff {
-                let removed = superseded.query_map(params![change.lcc_id, sequence, cutoff], |row| row.get::<_, i64>(0));
+                let removed =
+                    superseded.query_map(params![change.lcc_id, sequence, cutoff], |row| row.get::<_, i64>(0));
                 for removed in removed.map_err(from_sqlite)? {
                     horizon = horizon.max(removed.map_err(from_sqlite)?);
                 }
@@ -96,7 +99,9 @@ pub(super) fn record(
                   AND later.sequence > change_feed.sequence)) RETURNING sequence",
             )
             .map_err(from_sqlite)?;
-        for removed in sweep.query_map(params![state.swept_through, cutoff], |row| row.get::<_, i64>(0)).map_err(from_sqlite)? {
+        for removed in
+            sweep.query_map(params![state.swept_through, cutoff], |row| row.get::<_, i64>(0)).map_err(from_sqlite)?
+        {
             horizon = horizon.max(removed.map_err(from_sqlite)?);
         }
         swept_through = cutoff;
@@ -111,7 +116,11 @@ pub(super) fn record(
 }
 
 /// A page of the feed of the file `connection` reads, which is model version `version`.
-pub(super) fn changes(connection: &Connection, version: ModelVersion, query: &ChangeQuery) -> Result<ChangesRead, StoreError> {
+pub(super) fn changes(
+    connection: &Connection,
+    version: ModelVersion,
+    query: &ChangeQuery,
+) -> Result<ChangesRead, StoreError> {
     let state = feed_state(connection)?;
     let after = match &query.after {
         None if query.latest_only => FeedPosition { sequence: 0, lcc_id: String::new() },
@@ -153,7 +162,11 @@ pub(super) fn changes(connection: &Connection, version: ModelVersion, query: &Ch
 }
 
 /// The newest retained change of one work of one audience.
-pub(super) fn latest_change(connection: &Connection, audience: Audience, lcc_id: &str) -> Result<Option<ChangeItem>, StoreError> {
+pub(super) fn latest_change(
+    connection: &Connection,
+    audience: Audience,
+    lcc_id: &str,
+) -> Result<Option<ChangeItem>, StoreError> {
     connection
         .prepare_cached(
             "SELECT sequence, lcc_id, body FROM change_feed WHERE lcc_id = ?1 AND audience = ?2 \
@@ -164,7 +177,11 @@ pub(super) fn latest_change(connection: &Connection, audience: Audience, lcc_id:
 }
 
 /// The horizon and the oldest and newest retained changes of one audience.
-pub(super) fn bounds(connection: &Connection, version: ModelVersion, audience: Audience) -> Result<ChangeFeedBounds, StoreError> {
+pub(super) fn bounds(
+    connection: &Connection,
+    version: ModelVersion,
+    audience: Audience,
+) -> Result<ChangeFeedBounds, StoreError> {
     let state = feed_state(connection)?;
     let end = |order: &str| -> Result<Option<FeedPosition>, StoreError> {
         connection

@@ -43,9 +43,9 @@ use crate::clock::Clock;
 use crate::documents::DocumentKind;
 use crate::identifiers::Audience;
 use crate::store::{
-    AggregateKey, BatchWritten, Body, BulkKey, BulkPage, Checkpoint, DocumentCacheStatistics, DocumentReads, IdentifierKind,
-    ModelVersion, ModelVersionInfo, ModelVersions, PartyReferrer, ProjectionWrites, StoreError, StoredAggregate,
-    WriteBatch,
+    AggregateKey, BatchWritten, Body, BulkKey, BulkPage, Checkpoint, DocumentCacheStatistics, DocumentReads,
+    IdentifierKind, ModelVersion, ModelVersionInfo, ModelVersions, PartyReferrer, ProjectionWrites, StoreError,
+    StoredAggregate, WriteBatch,
 };
 
 /// The SQLite store. Cheap to clone; clones share connections.
@@ -410,9 +410,11 @@ impl ProjectionWrites for SqliteStore {
     async fn apply_batch(&self, version: ModelVersion, batch: Arc<WriteBatch>) -> Result<BatchWritten, StoreError> {
         let file = self.known_version_file(version)?;
         let clock = self.inner.clock.clone();
-        tokio::task::spawn_blocking(move || file.with_writer(|writer| writes::apply_batch(writer, &batch, clock.unix_ms())))
-            .await
-            .map_err(|error| StoreError::Unavailable(format!("batch write task failed: {error}")))?
+        tokio::task::spawn_blocking(move || {
+            file.with_writer(|writer| writes::apply_batch(writer, &batch, clock.unix_ms()))
+        })
+        .await
+        .map_err(|error| StoreError::Unavailable(format!("batch write task failed: {error}")))?
     }
 }
 

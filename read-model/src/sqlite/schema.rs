@@ -176,10 +176,16 @@ mod tests {
             .expect("read")
             .collect::<Result<_, _>>()
             .expect("rows");
-        let expected = [("production", "LCC-1", "row 1"), ("production", "LCC-2", "row 2"), ("sandbox", "SANDBOX-LCC-1", "sandbox row")];
+        let expected = [
+            ("production", "LCC-1", "row 1"),
+            ("production", "LCC-2", "row 2"),
+            ("sandbox", "SANDBOX-LCC-1", "sandbox row"),
+        ];
         assert_eq!(changes, expected.map(|(a, b, c)| (a.to_owned(), b.to_owned(), c.to_owned())), "export order");
-        let horizon: i64 = connection.query_row("SELECT horizon FROM change_feed_state", [], |row| row.get(0)).expect("state");
-        let first: i64 = connection.query_row("SELECT min(sequence) FROM change_feed", [], |row| row.get(0)).expect("min");
+        let horizon: i64 =
+            connection.query_row("SELECT horizon FROM change_feed_state", [], |row| row.get(0)).expect("state");
+        let first: i64 =
+            connection.query_row("SELECT min(sequence) FROM change_feed", [], |row| row.get(0)).expect("min");
         assert_eq!(first, horizon + 1, "the changes follow the horizon");
     }
 

@@ -9,8 +9,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
-use super::errors::from_sqlite;
 use super::change_feed::{self, RecordedChange};
+use super::errors::from_sqlite;
 use super::{Writer, reads, schema, state_reads};
 use crate::bulk::bulk_bucket;
 use crate::identifiers::Audience;
