@@ -25,6 +25,15 @@ pub enum ApiError {
     NotFound(String),
     #[error("{0}")]
     InvalidParameter(String),
+    #[error("`since` is not a cursor this service issued; continue from the `next` cursor a page returned")]
+    InvalidCursor,
+    #[error("the cursor belongs to the {0} feed; this key reads the other one")]
+    CursorOfAnotherAudience(&'static str),
+    /// The cursor cannot be continued from; `snapshot` links the newest snapshot to start again from.
+    #[error("{reason}; start again from the newest snapshot and its cursor")]
+    ChangesGone { reason: String, snapshot: Option<String> },
+    #[error("the range does not overlap the file's {0} bytes")]
+    RangeNotSatisfiable(u64),
     #[error("the request body must be application/json")]
     UnsupportedMediaType,
     #[error("the request body is larger than {0} bytes")]
@@ -47,7 +56,11 @@ impl ApiError {
             ApiError::MissingApiKey | ApiError::InvalidApiKey | ApiError::ExpiredApiKey => StatusCode::UNAUTHORIZED,
             ApiError::InsufficientScope(_) | ApiError::SandboxKeyOnProductionRecord => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) | ApiError::UnknownRoute(_) => StatusCode::NOT_FOUND,
-            ApiError::InvalidParameter(_) => StatusCode::BAD_REQUEST,
+            ApiError::InvalidParameter(_) | ApiError::InvalidCursor | ApiError::CursorOfAnotherAudience(_) => {
+                StatusCode::BAD_REQUEST
+            }
+            ApiError::ChangesGone { .. } => StatusCode::GONE,
+            ApiError::RangeNotSatisfiable(_) => StatusCode::RANGE_NOT_SATISFIABLE,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
@@ -67,6 +80,10 @@ impl ApiError {
             ApiError::SandboxKeyOnProductionRecord => "sandbox_key_production_record",
             ApiError::NotFound(_) => "not_found",
             ApiError::InvalidParameter(_) => "invalid_parameter",
+            ApiError::InvalidCursor => "invalid_cursor",
+            ApiError::CursorOfAnotherAudience(_) => "cursor_of_another_audience",
+            ApiError::ChangesGone { .. } => "cursor_gone",
+            ApiError::RangeNotSatisfiable(_) => "range_not_satisfiable",
             ApiError::UnsupportedMediaType => "unsupported_media_type",
             ApiError::PayloadTooLarge(_) => "payload_too_large",
             ApiError::UnknownRoute(_) => "unknown_route",
@@ -83,6 +100,8 @@ impl ApiError {
             StatusCode::FORBIDDEN => "Forbidden",
             StatusCode::NOT_FOUND => "Not Found",
             StatusCode::BAD_REQUEST => "Bad Request",
+            StatusCode::GONE => "Gone",
+            StatusCode::RANGE_NOT_SATISFIABLE => "Range Not Satisfiable",
             StatusCode::UNSUPPORTED_MEDIA_TYPE => "Unsupported Media Type",
             StatusCode::PAYLOAD_TOO_LARGE => "Content Too Large",
             StatusCode::METHOD_NOT_ALLOWED => "Method Not Allowed",
@@ -129,12 +148,21 @@ pub struct Problem {
     /// Stable machine-readable code to branch on, for example `missing_api_key`,
     /// `insufficient_scope`, `not_found`, `invalid_parameter`, `rate_limited`.
     pub code: &'static str,
+    /// With `cursor_gone`: the newest snapshot's manifest, to start again
+    /// from (absent while none has been cut).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<String>,
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.status();
+        let snapshot = match &self {
+            ApiError::ChangesGone { snapshot, .. } => snapshot.clone(),
+            _ => None,
+        };
         let problem = Problem {
+            snapshot,
             problem_type: format!("urn:lcc:problem:{}", self.code()),
             title: self.title(),
             status: status.as_u16(),
@@ -146,6 +174,11 @@ impl IntoResponse for ApiError {
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/problem+json"));
         if let ApiError::RateLimited { retry_after } = self {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
+        }
+        if let ApiError::RangeNotSatisfiable(length) = self
+            && let Ok(value) = HeaderValue::from_str(&format!("bytes */{length}"))
+        {
+            headers.insert(header::CONTENT_RANGE, value);
         }
         if matches!(self, ApiError::MissingApiKey | ApiError::InvalidApiKey | ApiError::ExpiredApiKey) {
             headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("ApiKey header=\"x-api-key\""));

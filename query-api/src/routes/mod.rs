@@ -9,6 +9,7 @@
 //! cannot exist without its description or the other way round.
 
 mod bulk;
+mod changes;
 mod docs;
 mod evidence;
 mod licenses;
@@ -17,6 +18,7 @@ pub mod openapi;
 mod parameters;
 mod rights;
 mod sandbox;
+mod snapshots;
 mod verify;
 
 use std::net::{IpAddr, SocketAddr};
@@ -52,6 +54,10 @@ fn described_endpoints() -> OpenApiRouter<Arc<App>> {
         .routes(routes!(metadata::metadata))
         .routes(routes!(metadata::provenance))
         .routes(routes!(bulk::bulk_works))
+        .routes(routes!(changes::changes))
+        .routes(routes!(snapshots::list))
+        .routes(routes!(snapshots::manifest))
+        .routes(routes!(snapshots::file))
         .routes(routes!(evidence::evidence))
         .routes(routes!(sandbox::fixtures))
         .routes(routes!(sandbox::register))

@@ -98,3 +98,38 @@ pub struct BulkQuery {
     #[param(value_type = Option<u32>, minimum = 1, default = 100)]
     pub limit: Option<String>,
 }
+
+/// The feed's query; both read as text and checked here.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ChangesQuery {
+    /// Continue after this cursor: a page's `next`, or a snapshot manifest's
+    /// `changesCursor`. Absent: from the oldest retained change.
+    #[param(pattern = r"^c1\.[A-Za-z0-9_-]+$")]
+    pub since: Option<String>,
+    /// Items per page, from 1 to 1,000; 100 by default.
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 1000, default = 100)]
+    pub limit: Option<String>,
+}
+
+/// The path of one snapshot.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct SnapshotPath {
+    /// A `snapshotId` from the list.
+    #[serde(rename = "snapshotId")]
+    #[param(rename = "snapshotId")]
+    pub snapshot_id: String,
+}
+
+/// The path of one file of a snapshot.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct SnapshotFilePath {
+    /// A `snapshotId` from the list.
+    #[serde(rename = "snapshotId")]
+    #[param(rename = "snapshotId")]
+    pub snapshot_id: String,
+    /// A file `name` from the manifest.
+    pub name: String,
+}

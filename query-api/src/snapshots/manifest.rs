@@ -7,20 +7,6 @@ use utoipa::ToSchema;
 /// A snapshot's manifest.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-#[schema(examples(json!({
-    "snapshotId": "20261124T192310Z-v1",
-    "createdAt": "2026-11-24T19:23:10.512Z",
-    "modelVersion": 1,
-    "audience": "sandbox",
-    "changesCursor": "c1.MS5zLjE5ODA0NzUwMjk4NTM0NzQ1NjAuU0FOREJPWC1MQ0MtMDAwMDAwMDAwNw",
-    "rowCount": 12,
-    "files": [
-        {"name": "works-00000.ndjson.gz", "format": "ndjson.gz", "bytes": 2113, "rows": 12,
-         "sha256": "9f2c0d9e3b1f6f0d5c8a7e1b2d3c4b5a69788796a5b4c3d2e1f0a9b8c7d6e5f4"},
-        {"name": "works-00000.parquet", "format": "parquet", "bytes": 5120, "rows": 12,
-         "sha256": "0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9"}
-    ]
-})))]
 pub struct Manifest {
     pub snapshot_id: String,
     /// When the snapshot was cut (RFC 3339, UTC).

@@ -240,7 +240,7 @@ mod tests {
         BulkRow {
             lcc_id: format!("LCC-{index:04}"),
             title: format!("Title {index}"),
-            iswc: (index % 2 == 0).then(|| "T0345246801".to_owned()),
+            iswc: index.is_multiple_of(2).then(|| "T0345246801".to_owned()),
             isrcs: (0..index % 3).map(|number| format!("GBAYE690050{number}")).collect(),
             work_type: WorkType::MusicalWork,
             language: None,
@@ -252,7 +252,7 @@ mod tests {
                     role: CreatorRole::Composer,
                 })
                 .collect(),
-            open_for_licensing: index % 5 == 0,
+            open_for_licensing: index.is_multiple_of(5),
         }
     }
 

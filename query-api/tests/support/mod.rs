@@ -94,6 +94,10 @@ impl Service {
             .expect("generate");
         project(&store, &events, &directory.path().join("production.jsonl")).await;
 
+        let library = query_api::snapshots::SnapshotLibrary::new(store.directory().join("snapshots"));
+        for audience in [read_model::Audience::Sandbox, read_model::Audience::Production] {
+            query_api::snapshots::cut_snapshot(&store, &library, audience, 250_000).await.expect("snapshot");
+        }
         let keys = ProductionKeys::start(Arc::new(store.clone()));
         let (full_key, _) = keys.issue("Everything Ltd", Scopes::all(), 100_000).await.expect("issue");
         let app = app(&store, keys, Environment::Development, false);
