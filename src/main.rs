@@ -18,6 +18,7 @@ use projector::render_deferral::RenderDeferral;
 use projector::runner::{RunOptions, run_file_source};
 use projector::source::file::FileSource;
 use query_api::config::ServeConfig;
+use query_api::snapshots::run_snapshot_schedule;
 use read_model::sqlite::DEFAULT_DOCUMENT_CACHE_BYTES;
 use read_model::{ModelVersions, SqliteStore, Store};
 use tokio::sync::watch;
@@ -101,11 +102,17 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     telemetry::listening::announce(&[("public", listener.local_addr()?), ("admin", admin.local_addr()?)]);
     let admin_server =
         tokio::spawn(query_api::server::run_admin(admin, Arc::clone(&app), wait_for_stop(stopped.clone())));
+    let snapshots = cli.serve.snapshot_schedule(&cli.data_dir).map(|schedule| {
+        tokio::spawn(run_snapshot_schedule(Arc::clone(&app.store), schedule, wait_for_stop(stopped.clone())))
+    });
     let server = tokio::spawn(query_api::server::run(listener, app, wait_for_stop(stopped)));
 
     telemetry::shutdown::signal().await;
     tracing::info!("stopping");
     let _ = stop.send(true);
+    if let Some(snapshots) = snapshots {
+        snapshots.await.context("the snapshot task failed")?;
+    }
     server.await.context("the server task failed")?.context("the server failed")?;
     admin_server.await.context("the admin task failed")?.context("the admin listener failed")?;
     projection.await.context("the projector task failed")?.context("the projector failed")?;

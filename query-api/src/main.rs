@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 use query_api::config::ServeConfig;
 use query_api::keys::Scopes;
 use query_api::keys::production::ProductionKeys;
+use query_api::snapshots::run_snapshot_schedule;
 use read_model::store_arguments::StoreArguments;
 
 #[derive(Debug, Parser)]
@@ -132,9 +133,15 @@ async fn serve(arguments: ServeArguments) -> anyhow::Result<()> {
     };
     let admin_server =
         tokio::spawn(query_api::server::run_admin(admin, Arc::clone(&app), wait_for_stop(stopped.clone())));
+    let snapshots = arguments.config.snapshot_schedule(&arguments.store.data_dir).map(|schedule| {
+        tokio::spawn(run_snapshot_schedule(Arc::clone(&app.store), schedule, wait_for_stop(stopped.clone())))
+    });
     let public_server = tokio::spawn(query_api::server::run(listener, app, wait_for_stop(stopped)));
     telemetry::shutdown::signal().await;
     let _ = stop.send(true);
+    if let Some(snapshots) = snapshots {
+        snapshots.await.context("the snapshot task failed")?;
+    }
     public_server.await.context("the server task failed")?.context("the server failed")?;
     admin_server.await.context("the admin task failed")?.context("the admin listener failed")
 }
