@@ -37,6 +37,8 @@ pub struct Settings {
     /// Whether requests come through a proxy that appends the client's
     /// address to `X-Forwarded-For` (see `routes::ClientAddress`).
     pub trust_x_forwarded_for: bool,
+    /// The address OAI-PMH's `Identify` names for the repository's administrator.
+    pub oai_admin_email: String,
 }
 
 /// Everything a request handler needs.

@@ -48,6 +48,9 @@ pub struct ServeConfig {
     /// `X-Forwarded-For` entry. Set it only behind a proxy that appends it.
     #[arg(long, env = "LCC_TRUST_X_FORWARDED_FOR")]
     pub trust_x_forwarded_for: bool,
+    /// The administrator's address that OAI-PMH's `Identify` names.
+    #[arg(long, env = "LCC_OAI_ADMIN_EMAIL", default_value = "registry@example.org")]
+    pub oai_admin_email: String,
     /// Directory of the catalogue snapshots every replica serves
     /// (`DATA_DIR/snapshots` by default); replicas share it.
     #[arg(long, env = "LCC_SNAPSHOT_DIR")]
@@ -109,6 +112,7 @@ impl ServeConfig {
                 default_rate_limit: self.default_rate_limit,
                 bulk_max_limit: self.bulk_max_limit,
                 trust_x_forwarded_for: self.trust_x_forwarded_for,
+                oai_admin_email: self.oai_admin_email.clone(),
             },
             snapshots: self.snapshot_library(data_dir),
             openapi_document: Default::default(),

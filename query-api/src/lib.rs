@@ -11,6 +11,7 @@ pub mod config;
 pub mod errors;
 pub mod keys;
 pub mod metrics;
+pub mod oai;
 pub mod rate_limit;
 pub mod request_tracing;
 pub mod routes;

@@ -248,6 +248,8 @@ async fn the_description_is_openapi_3_1_and_covers_every_endpoint_of_the_specifi
         ("get", "/bulk/snapshots", Some("bulk:read")),
         ("get", "/bulk/snapshots/{snapshotId}", Some("bulk:read")),
         ("get", "/bulk/snapshots/{snapshotId}/files/{name}", Some("bulk:read")),
+        ("get", "/oai", None),
+        ("post", "/oai", None),
     ]
     .into_iter()
     .map(|(method, path, scope)| (method.to_owned(), path.to_owned(), scope))

@@ -24,7 +24,8 @@ fn wants_xml(headers: &HeaderMap) -> bool {
         .is_some_and(|accept| accept.contains("application/xml") || accept.contains("text/xml"))
 }
 
-fn escape_xml(text: &str) -> String {
+/// Text escaped for XML content and attribute values.
+pub(crate) fn escape_xml(text: &str) -> String {
     let mut escaped = String::with_capacity(text.len());
     for character in text.chars() {
         match character {
@@ -41,8 +42,13 @@ fn escape_xml(text: &str) -> String {
 
 /// The record as an OAI-PMH `oai_dc` document; elements with no value are left out.
 pub fn oai_dc_xml(record: &DublinCoreRecord) -> String {
+    format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n{}", oai_dc_element(record))
+}
+
+/// The `oai_dc:dc` element of a record, as OAI-PMH embeds it in `metadata`.
+pub(crate) fn oai_dc_element(record: &DublinCoreRecord) -> String {
     let mut xml = String::from(
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<oai_dc:dc xmlns:oai_dc=\"http://www.openarchives.org/OAI/2.0/oai_dc/\" \
+        "<oai_dc:dc xmlns:oai_dc=\"http://www.openarchives.org/OAI/2.0/oai_dc/\" \
          xmlns:dc=\"http://purl.org/dc/elements/1.1/\" xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" \
          xsi:schemaLocation=\"http://www.openarchives.org/OAI/2.0/oai_dc/ http://www.openarchives.org/OAI/2.0/oai_dc.xsd\">\n",
     );

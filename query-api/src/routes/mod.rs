@@ -14,6 +14,7 @@ mod docs;
 mod evidence;
 mod licenses;
 mod metadata;
+mod oai;
 pub mod openapi;
 mod parameters;
 mod rights;
@@ -36,6 +37,8 @@ use utoipa_axum::routes;
 
 use crate::app::{App, Environment};
 use crate::errors::ApiError;
+
+pub(crate) use metadata::{escape_xml, oai_dc_element};
 
 /// Largest request body accepted (sandbox registration is the only body).
 pub const MAX_BODY_BYTES: usize = 4 * 1024;
@@ -61,6 +64,7 @@ fn described_endpoints() -> OpenApiRouter<Arc<App>> {
         .routes(routes!(evidence::evidence))
         .routes(routes!(sandbox::fixtures))
         .routes(routes!(sandbox::register))
+        .routes(routes!(oai::oai_get, oai::oai_post))
         .routes(routes!(openapi::openapi_json))
 }
 

@@ -73,6 +73,7 @@ fn app(
             default_rate_limit: 60,
             bulk_max_limit: 1_000,
             trust_x_forwarded_for: behind_proxy,
+            oai_admin_email: "registry@example.org".into(),
         },
         snapshots: query_api::snapshots::SnapshotLibrary::new(store.directory().join("snapshots")),
         openapi_document: Default::default(),
