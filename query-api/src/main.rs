@@ -1,4 +1,5 @@
-//! The `query-api` command: serve the public API, or manage production keys.
+//! The `query-api` command: serve the public API, manage production keys,
+//! or cut a catalogue snapshot.
 
 use std::sync::Arc;
 
@@ -7,7 +8,8 @@ use clap::{Parser, Subcommand};
 use query_api::config::ServeConfig;
 use query_api::keys::Scopes;
 use query_api::keys::production::ProductionKeys;
-use query_api::snapshots::run_snapshot_schedule;
+use query_api::snapshots::{DEFAULT_ROWS_PER_FILE, SnapshotLibrary, cut_snapshot, run_snapshot_schedule};
+use read_model::Audience;
 use read_model::store_arguments::StoreArguments;
 
 #[derive(Debug, Parser)]
@@ -28,6 +30,27 @@ enum Command {
         #[command(flatten)]
         store: Box<StoreArguments>,
     },
+    /// Cut a snapshot of the catalogue now, into the directory the API
+    /// serves snapshots from, and keep the newest few.
+    Snapshot(Box<SnapshotArguments>),
+}
+
+#[derive(Debug, clap::Args)]
+struct SnapshotArguments {
+    #[command(flatten)]
+    store: StoreArguments,
+    /// Whose works: `production`, `sandbox`, or `both`.
+    #[arg(long, value_parser = ["production", "sandbox", "both"], default_value = "both")]
+    audience: String,
+    /// Directory of the snapshots (`DATA_DIR/snapshots` by default).
+    #[arg(long, env = "LCC_SNAPSHOT_DIR")]
+    snapshot_dir: Option<std::path::PathBuf>,
+    /// Snapshots kept per audience.
+    #[arg(long, env = "LCC_SNAPSHOTS_KEPT", default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
+    snapshots_kept: u64,
+    /// The most rows a file holds.
+    #[arg(long, env = "LCC_SNAPSHOT_ROWS_PER_FILE", default_value_t = DEFAULT_ROWS_PER_FILE, value_parser = clap::value_parser!(u64).range(1..))]
+    rows_per_file: u64,
 }
 
 #[derive(Debug, Subcommand)]
@@ -69,7 +92,28 @@ fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Keys { command, store } => runtime.block_on(keys(command, &store)),
         Command::Serve(arguments) => runtime.block_on(serve(*arguments)),
+        Command::Snapshot(arguments) => runtime.block_on(snapshot(*arguments)),
     }
+}
+
+async fn snapshot(arguments: SnapshotArguments) -> anyhow::Result<()> {
+    let store =
+        arguments.store.open().await.with_context(|| format!("failed to open the {}", arguments.store.describe()))?;
+    let directory = arguments.snapshot_dir.unwrap_or_else(|| arguments.store.data_dir.join("snapshots"));
+    let library = SnapshotLibrary::new(directory);
+    let audiences = match arguments.audience.as_str() {
+        "production" => vec![Audience::Production],
+        "sandbox" => vec![Audience::Sandbox],
+        _ => vec![Audience::Production, Audience::Sandbox],
+    };
+    for audience in audiences {
+        let manifest = cut_snapshot(store.as_ref(), &library, audience, arguments.rows_per_file)
+            .await
+            .with_context(|| format!("failed to cut a {} snapshot", audience.code()))?;
+        library.prune(audience, usize::try_from(arguments.snapshots_kept).unwrap_or(usize::MAX));
+        println!("{} {} {} rows", audience.code(), manifest.snapshot_id, manifest.row_count);
+    }
+    Ok(())
 }
 
 async fn keys(command: KeyCommand, store_arguments: &StoreArguments) -> anyhow::Result<()> {

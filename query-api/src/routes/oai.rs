@@ -9,6 +9,7 @@
 use std::sync::Arc;
 
 use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -66,10 +67,24 @@ pub async fn oai_get(
     summary = "OAI-PMH 2.0, arguments in a form body",
     description = "The same as `GET /oai`, as the protocol requires, with the arguments in an `application/x-www-form-urlencoded` body.",
     request_body(content = String, content_type = "application/x-www-form-urlencoded", example = "verb=Identify"),
-    responses((status = 200, description = "An OAI-PMH answer, or one of its errors.", body = String, content_type = "text/xml")),
+    responses(
+        (status = 200, description = "An OAI-PMH answer, or one of its errors.", body = String, content_type = "text/xml"),
+        (status = 413, description = "The body is larger than 4 KiB.", body = crate::errors::Problem, content_type = "application/problem+json"),
+    ),
 )]
-pub async fn oai_post(State(app): State<Arc<App>>, client: ClientAddress, headers: HeaderMap, body: Bytes) -> Response {
-    answer(app, client, arguments::parse(&body), headers).await
+pub async fn oai_post(
+    State(app): State<Arc<App>>,
+    client: ClientAddress,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    match body {
+        Ok(body) => answer(app, client, arguments::parse(&body), headers).await,
+        Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+            ApiError::PayloadTooLarge(super::MAX_BODY_BYTES).into_response()
+        }
+        Err(_) => ApiError::InvalidParameter("the request body could not be read".into()).into_response(),
+    }
 }
 
 async fn answer(

@@ -122,9 +122,11 @@ pub async fn manifest(
         ("If-Range" = Option<String>, Header, description = "The ETag the partial download began with; if the file differs, the whole file is sent."),
     ),
     responses(
-        (status = 200, description = "The whole file.", content_type = "application/octet-stream",
+        (status = 200, description = "The whole file: `application/gzip` (NDJSON) or `application/vnd.apache.parquet`.",
+         content((String = "application/gzip"), (String = "application/vnd.apache.parquet")),
          headers(("ETag" = String, description = "The file's SHA-256, quoted."), ("Accept-Ranges" = String, description = "`bytes`."))),
-        (status = 206, description = "The requested range.", content_type = "application/octet-stream",
+        (status = 206, description = "The requested range.",
+         content((String = "application/gzip"), (String = "application/vnd.apache.parquet")),
          headers(("Content-Range" = String, description = "`bytes start-end/length`."))),
         (status = 404, description = "No such snapshot or file in the caller's audience.", body = crate::errors::Problem, content_type = "application/problem+json"),
         (status = 416, description = "The range starts past the end of the file.", body = crate::errors::Problem, content_type = "application/problem+json",
