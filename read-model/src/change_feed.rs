@@ -35,9 +35,13 @@ pub const SEQUENCE_INDEX_BITS: u32 = 20;
 /// How long changes are kept by default.
 pub const DEFAULT_RETENTION: Duration = Duration::from_secs(30 * 24 * 60 * 60);
 
-/// The first sequence of a millisecond.
+/// The latest millisecond a sequence can name (in the year 2248).
+const LAST_MILLISECOND: i64 = i64::MAX >> SEQUENCE_INDEX_BITS;
+
+/// The first sequence of a millisecond; times before 1970 or after
+/// [`LAST_MILLISECOND`] are clamped to the range.
 pub fn sequence_of_millisecond(unix_ms: i64) -> i64 {
-    unix_ms.max(0) << SEQUENCE_INDEX_BITS
+    unix_ms.clamp(0, LAST_MILLISECOND) << SEQUENCE_INDEX_BITS
 }
 
 /// The commit millisecond of a sequence.
@@ -301,6 +305,8 @@ mod tests {
         let early = sequence_of_millisecond(1_000);
         assert!(early + (1 << SEQUENCE_INDEX_BITS) - 1 < sequence_of_millisecond(1_001));
         assert_eq!(millisecond_of_sequence(early + 12), 1_000);
+        assert!(sequence_of_millisecond(32_503_680_000_000) > sequence_of_millisecond(4_102_444_800_000), "year 3000");
+        assert_eq!(sequence_of_millisecond(-5), 0);
         assert!(FeedPosition::before_millisecond(1_000) < FeedPosition { sequence: early, lcc_id: "A".into() });
     }
 }

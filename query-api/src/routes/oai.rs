@@ -213,29 +213,39 @@ async fn list(
     selection: Selection,
     repository: &str,
 ) -> Result<Result<String, OaiError>, ApiError> {
-    let (after, until_sequence, resumed) = match selection {
-        Selection::New { from_ms, until_ms } => {
-            let version = app.store.change_feed_bounds(audience).await?.model_version;
-            let after = from_ms.map(|from| (version, FeedPosition::before_millisecond(from)));
-            (after, until_ms.map(|until| sequence_of_millisecond(until + 1) - 1), false)
-        }
-        Selection::Resumed(token) => {
-            if token.cursor.audience != audience {
-                return Ok(Err(OaiError::new("badResumptionToken", "the resumption token is of another audience")));
+    let resumed = matches!(selection, Selection::Resumed(_));
+    let mut page = None;
+    // A fresh harvest names the active version; a rebuild activated between
+    // reading it and listing is met by reading it again.
+    for _ in 0..2 {
+        let (after, until_sequence) = match &selection {
+            Selection::New { from_ms, until_ms } => {
+                let version = app.store.change_feed_bounds(audience).await?.model_version;
+                let after = from_ms.map(|from| (version, FeedPosition::before_millisecond(from)));
+                (after, until_ms.map(|until| sequence_of_millisecond(until + 1) - 1))
             }
-            (Some((token.cursor.model_version, token.cursor.position)), token.until_sequence, true)
+            Selection::Resumed(token) => {
+                if token.cursor.audience != audience {
+                    return Ok(Err(OaiError::new("badResumptionToken", "the resumption token is of another audience")));
+                }
+                (Some((token.cursor.model_version, token.cursor.position.clone())), token.until_sequence)
+            }
+        };
+        // One more than a page, so that a token is given only when records follow.
+        let query = ChangeQuery { audience, after, until_sequence, limit: PAGE_SIZE + 1, latest_only: true };
+        if let ChangesRead::Page(found) = app.store.changes(&query).await? {
+            page = Some((found, until_sequence));
+            break;
         }
-    };
-    // One more than a page, so that a token is given only when records follow.
-    let query = ChangeQuery { audience, after, until_sequence, limit: PAGE_SIZE + 1, latest_only: true };
-    let mut page = match app.store.changes(&query).await? {
-        ChangesRead::Page(page) => page,
-        ChangesRead::Gone(_) => {
-            return Ok(Err(OaiError::new(
-                "badResumptionToken",
-                "a rebuild replaced the records this harvest began on; start the harvest again",
-            )));
+        if resumed {
+            break;
         }
+    }
+    let Some((mut page, until_sequence)) = page else {
+        return Ok(Err(OaiError::new(
+            "badResumptionToken",
+            "a rebuild replaced the records this harvest began on; start the harvest again",
+        )));
     };
     if page.items.is_empty() && !resumed {
         return Ok(Err(OaiError::new("noRecordsMatch", "no record matches the selection")));

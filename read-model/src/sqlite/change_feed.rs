@@ -132,8 +132,9 @@ pub(super) fn changes(
             let newest: Option<i64> = connection
                 .query_row("SELECT max(sequence) FROM change_feed", [], |row| row.get(0))
                 .map_err(from_sqlite)?;
-            let behind = position.sequence < state.horizon && !query.latest_only;
-            if behind || position.sequence > newest.unwrap_or(state.horizon).max(state.horizon) {
+            // Listing records, a position is a time to list from: any time will do.
+            let beyond = position.sequence > newest.unwrap_or(state.horizon).max(state.horizon);
+            if !query.latest_only && (position.sequence < state.horizon || beyond) {
                 return Ok(ChangesRead::Gone(ChangeFeedGone::Purged));
             }
             position.clone()
