@@ -5,6 +5,7 @@
 
 mod api_access;
 mod api_conformance;
+mod catalogue_copy;
 mod concurrent_readers;
 mod crash_and_resume;
 mod dead_letters;
