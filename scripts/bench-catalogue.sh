@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# The catalogue copy at scale: generates and projects WORKS works (1,250,000
+# by default, of which about 1,030,000 are published), then measures
+#   - a production snapshot: rows per second and peak memory (from
+#     /usr/bin/time -v), which must not grow with the catalogue;
+#   - change-feed pages of 1,000 items, from the start of the feed and from
+#     a cursor 1,000,000 changes deep (or as deep as the feed goes), as
+#     p50/p99 of sequential requests against `query-api serve`.
+#
+#   scripts/bench-catalogue.sh [WORKS]
+#
+# About 12 GB of disk for 1,250,000 works; it cleans up after itself.
+# Wall-clock figures vary with the machine; nothing asserts on them.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+works="${1:-1250000}"
+work_directory="$(mktemp -d "${TMPDIR:-/tmp}/catalogue-bench.XXXXXX")"
+server_pid=""
+cleanup() {
+    [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null || true
+    rm -rf "$work_directory"
+}
+trap cleanup EXIT
+
+cargo build --release --quiet --bin projector --bin query-api
+projector=target/release/projector
+query_api=target/release/query-api
+
+echo "generating and projecting $works works in $work_directory"
+"$projector" generate --works "$works" --seed 42 --events-per-segment 50000 --out "$work_directory/events" >/dev/null
+RUST_LOG=warn "$projector" run --source "file://$work_directory/events" --data-dir "$work_directory/data" \
+    --admin-listen 127.0.0.1:0 --exit-when-caught-up >/dev/null
+sync
+
+start=$(date +%s.%N)
+/usr/bin/time -v "$query_api" snapshot --data-dir "$work_directory/data" --audience production \
+    >"$work_directory/snapshot.txt" 2>"$work_directory/snapshot-time.txt"
+end=$(date +%s.%N)
+
+"$query_api" serve --data-dir "$work_directory/data" --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 \
+    --snapshot-interval-minutes 0 >"$work_directory/serve.txt" 2>/dev/null &
+server_pid=$!
+for _ in $(seq 1 600); do
+    grep -q '^listening' "$work_directory/serve.txt" && break
+    sleep 0.05
+done
+address=$(sed -n 's/^listening public=\([^ ]*\).*/\1/p' "$work_directory/serve.txt")
+key=$("$query_api" keys --data-dir "$work_directory/data" issue --partner bench --scopes bulk:read --rate-limit 100000000 2>/dev/null)
+
+python3 - "$work_directory" "$start" "$end" "$address" "$key" <<'PY'
+import base64, http.client, json, re, sqlite3, sys, time
+directory, start, end, address, key = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4], sys.argv[5]
+timing = open(f"{directory}/snapshot-time.txt").read()
+peak_kib = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", timing).group(1))
+rows = int(open(f"{directory}/snapshot.txt").read().split()[2])
+seconds = end - start
+print(f"snapshot rows:       {rows:,}")
+print(f"snapshot time:       {seconds:.1f} s ({rows / seconds:,.0f} rows/s, process start to exit)")
+print(f"snapshot peak:       {peak_kib / 1024:.0f} MiB (maximum resident set size)")
+
+model = sqlite3.connect(f"file:{directory}/data/model-v1.sqlite?mode=ro", uri=True)
+items = model.execute("SELECT count(*) FROM change_feed WHERE audience = 'production'").fetchone()[0]
+depth = min(1_000_000, items - 1_000)
+sequence, lcc_id = model.execute(
+    "SELECT sequence, lcc_id FROM change_feed WHERE audience = 'production' ORDER BY sequence LIMIT 1 OFFSET ?",
+    (depth - 1,),
+).fetchone()
+inner = f"1.p.{sequence}.{lcc_id}".encode()
+deep_cursor = "c1." + base64.urlsafe_b64encode(inner).decode().rstrip("=")
+
+host, port = address.rsplit(":", 1)
+connection = http.client.HTTPConnection(host, int(port))
+def timed(path, count=200):
+    latencies = []
+    for _ in range(count):
+        began = time.perf_counter()
+        connection.request("GET", path, headers={"x-api-key": key})
+        response = connection.getresponse()
+        body = response.read()
+        latencies.append(time.perf_counter() - began)
+        assert response.status == 200, (response.status, body[:200])
+        assert len(json.loads(body)["items"]) == 1000
+    latencies.sort()
+    return latencies[len(latencies) // 2] * 1000, latencies[int(len(latencies) * 0.99)] * 1000
+base = "/api/v1/public/v1/bulk/changes?limit=1000"
+timed(base, 20)
+start_p50, start_p99 = timed(base)
+deep_p50, deep_p99 = timed(f"{base}&since={deep_cursor}")
+print(f"feed items:          {items:,} (production)")
+print(f"feed page of 1,000 from the start:        p50 {start_p50:.1f} ms, p99 {start_p99:.1f} ms")
+print(f"feed page of 1,000 from {depth:,} deep:  p50 {deep_p50:.1f} ms, p99 {deep_p99:.1f} ms "
+      f"({deep_p50 / start_p50:.2f} of the first)")
+PY
+du -sh "$work_directory/data" | awk '{print "store size:          " $1}'
