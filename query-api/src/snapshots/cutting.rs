@@ -14,12 +14,14 @@
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use flate2::Compression;
 use flate2::write::GzEncoder;
 use read_model::calendar::Timestamp;
 use read_model::change_feed::{FeedCursor, FeedPosition};
-use read_model::{Audience, BulkKey, DocumentReads, ModelVersion, StoreError};
+use read_model::{Audience, Body, BulkKey, DocumentReads, ModelVersion, StoreError};
+use tokio::sync::mpsc;
 
 use super::hashing_writer::HashingWriter;
 use super::library::SnapshotLibrary;
@@ -98,100 +100,139 @@ pub async fn cut_snapshot(
     Ok(manifest)
 }
 
-/// Streams the audience's rows into numbered file pairs.
+/// Streams the audience's rows into numbered files of both formats. The
+/// store is read on this task while one blocking thread per format
+/// compresses and encodes the previous chunks, so the three overlap.
 async fn write_files(
     store: &dyn DocumentReads,
     audience: Audience,
     directory: &Path,
     rows_per_file: u64,
 ) -> Result<Vec<ManifestFile>, SnapshotError> {
-    let mut files = Vec::new();
-    let mut pair = FilePair::create(directory, 0)?;
+    let (ndjson, ndjson_rows) = start_writer::<NdjsonFile>(directory, rows_per_file);
+    let (parquet, parquet_rows) = start_writer::<ParquetFile>(directory, rows_per_file);
     let mut after: Option<BulkKey> = None;
-    loop {
-        let rows = store.bulk_rows_after(audience, after.as_ref(), ROWS_PER_READ).await?;
-        let Some((last, _)) = rows.last() else { break };
+    let read = loop {
+        let rows = match store.bulk_rows_after(audience, after.as_ref(), ROWS_PER_READ).await {
+            Ok(rows) => rows,
+            Err(error) => break Err(error),
+        };
+        let Some((last, _)) = rows.last() else { break Ok(()) };
         after = Some(last.clone());
-        // Compressing and encoding is CPU work: off the async workers.
-        let (returned, finished) = tokio::task::spawn_blocking(move || {
-            let mut pair = pair;
-            let mut finished = Vec::new();
-            for (_, body) in rows {
-                if pair.rows == rows_per_file {
-                    let next = FilePair::create(&pair.directory, pair.number + 1)?;
-                    finished.extend(std::mem::replace(&mut pair, next).finish()?);
-                }
-                pair.push(&body)?;
-            }
-            Ok::<_, SnapshotError>((pair, finished))
-        })
-        .await
-        .map_err(|error| SnapshotError::Task(error.to_string()))??;
-        pair = returned;
-        files.extend(finished);
-    }
-    files.extend(
-        tokio::task::spawn_blocking(move || pair.finish())
-            .await
-            .map_err(|error| SnapshotError::Task(error.to_string()))??,
-    );
-    Ok(files)
+        let bodies: Arc<Vec<Body>> = Arc::new(rows.into_iter().map(|(_, body)| body).collect());
+        // A writer that stopped has failed; its error is reported below.
+        if ndjson_rows.send(Arc::clone(&bodies)).await.is_err() || parquet_rows.send(bodies).await.is_err() {
+            break Ok(());
+        }
+    };
+    drop((ndjson_rows, parquet_rows));
+    let joined = |result: Result<Result<Vec<ManifestFile>, SnapshotError>, tokio::task::JoinError>| {
+        result.map_err(|error| SnapshotError::Task(error.to_string()))?
+    };
+    let (ndjson, parquet) = (joined(ndjson.await)?, joined(parquet.await)?);
+    read?;
+    // In the manifest, each file beside its twin of the other format.
+    Ok(ndjson.into_iter().zip(parquet).flat_map(|(ndjson, parquet)| [ndjson, parquet]).collect())
 }
 
 type Sink = HashingWriter<BufWriter<File>>;
 
-/// One NDJSON file and one Parquet file holding the same rows.
-struct FilePair {
-    directory: PathBuf,
-    number: u32,
-    rows: u64,
-    ndjson: GzEncoder<Sink>,
-    parquet: ParquetRows<Sink>,
+/// One snapshot file being written, in one format.
+trait FormatFile: Sized + Send + 'static {
+    const FORMAT: &'static str;
+    fn create(sink: Sink) -> Result<Self, SnapshotError>;
+    fn push(&mut self, body: &[u8]) -> Result<(), SnapshotError>;
+    /// Writes what the format holds back and returns the sink.
+    fn finish(self) -> Result<Sink, SnapshotError>;
 }
 
-impl FilePair {
-    fn name(number: u32, format: &str) -> String {
-        format!("works-{number:05}.{format}")
-    }
+/// NDJSON, gzip-compressed: each row exactly as the export serves it, one per line.
+struct NdjsonFile(GzEncoder<Sink>);
 
-    fn create(directory: &Path, number: u32) -> Result<FilePair, SnapshotError> {
-        let open = |format: &str| {
-            let path = directory.join(FilePair::name(number, format));
-            File::create(&path).map(|file| HashingWriter::new(BufWriter::new(file))).map_err(io_error(&path))
-        };
-        Ok(FilePair {
-            directory: directory.to_owned(),
-            number,
-            rows: 0,
-            ndjson: GzEncoder::new(open(NDJSON_GZ)?, Compression::default()),
-            parquet: ParquetRows::new(open(PARQUET)?)?,
-        })
+impl FormatFile for NdjsonFile {
+    const FORMAT: &'static str = NDJSON_GZ;
+
+    fn create(sink: Sink) -> Result<NdjsonFile, SnapshotError> {
+        Ok(NdjsonFile(GzEncoder::new(sink, Compression::default())))
     }
 
     fn push(&mut self, body: &[u8]) -> Result<(), SnapshotError> {
-        let path = self.directory.join(FilePair::name(self.number, NDJSON_GZ));
-        self.ndjson.write_all(body).and_then(|()| self.ndjson.write_all(b"\n")).map_err(io_error(&path))?;
-        self.parquet.push(body)?;
-        self.rows += 1;
-        Ok(())
+        let write = self.0.write_all(body).and_then(|()| self.0.write_all(b"\n"));
+        write.map_err(|source| SnapshotError::Io { path: PathBuf::from(NDJSON_GZ), source })
     }
 
-    /// Closes both files (synced to disk) and describes them.
-    fn finish(self) -> Result<[ManifestFile; 2], SnapshotError> {
-        let FilePair { directory, number, rows, ndjson, parquet } = self;
-        let entry = |format: &str, sink: Sink| {
-            let name = FilePair::name(number, format);
-            let path = directory.join(&name);
-            let (buffered, bytes, sha256) = sink.finish();
-            let file = buffered.into_inner().map_err(|error| io_error(&path)(error.into_error()))?;
-            file.sync_all().map_err(io_error(&path))?;
-            Ok::<_, SnapshotError>(ManifestFile { name, format: format.to_owned(), bytes, rows, sha256 })
-        };
-        let ndjson_path = directory.join(FilePair::name(number, NDJSON_GZ));
-        let ndjson = entry(NDJSON_GZ, ndjson.finish().map_err(io_error(&ndjson_path))?)?;
-        let parquet = entry(PARQUET, parquet.finish()?)?;
-        Ok([ndjson, parquet])
+    fn finish(self) -> Result<Sink, SnapshotError> {
+        self.0.finish().map_err(|source| SnapshotError::Io { path: PathBuf::from(NDJSON_GZ), source })
     }
+}
+
+/// Parquet with the typed schema of `parquet_file`.
+struct ParquetFile(ParquetRows<Sink>);
+
+impl FormatFile for ParquetFile {
+    const FORMAT: &'static str = PARQUET;
+
+    fn create(sink: Sink) -> Result<ParquetFile, SnapshotError> {
+        Ok(ParquetFile(ParquetRows::new(sink)?))
+    }
+
+    fn push(&mut self, body: &[u8]) -> Result<(), SnapshotError> {
+        Ok(self.0.push(body)?)
+    }
+
+    fn finish(self) -> Result<Sink, SnapshotError> {
+        Ok(self.0.finish()?)
+    }
+}
+
+/// The name of file `number` of a format.
+fn file_name(number: u32, format: &str) -> String {
+    format!("works-{number:05}.{format}")
+}
+
+/// Starts the thread that writes one format's files from the chunks sent
+/// to it, a new file every `rows_per_file` rows; it returns their entries.
+fn start_writer<F: FormatFile>(
+    directory: &Path,
+    rows_per_file: u64,
+) -> (tokio::task::JoinHandle<Result<Vec<ManifestFile>, SnapshotError>>, mpsc::Sender<Arc<Vec<Body>>>) {
+    let (sender, mut chunks) = mpsc::channel::<Arc<Vec<Body>>>(2);
+    let directory = directory.to_owned();
+    let task = tokio::task::spawn_blocking(move || {
+        let mut entries = Vec::new();
+        let mut file: (F, u64) = (F::create(create_sink(&directory, 0, F::FORMAT)?)?, 0);
+        while let Some(chunk) = chunks.blocking_recv() {
+            for body in chunk.iter() {
+                if file.1 == rows_per_file {
+                    let number = u32::try_from(entries.len() + 1).unwrap_or(u32::MAX);
+                    let next = (F::create(create_sink(&directory, number, F::FORMAT)?)?, 0);
+                    let (full, rows) = std::mem::replace(&mut file, next);
+                    entries.push(close(&directory, entries.len(), full, rows)?);
+                }
+                file.0.push(body)?;
+                file.1 += 1;
+            }
+        }
+        let (last, rows) = file;
+        entries.push(close(&directory, entries.len(), last, rows)?);
+        Ok(entries)
+    });
+    (task, sender)
+}
+
+fn create_sink(directory: &Path, number: u32, format: &str) -> Result<Sink, SnapshotError> {
+    let path = directory.join(file_name(number, format));
+    File::create(&path).map(|file| HashingWriter::new(BufWriter::new(file))).map_err(io_error(&path))
+}
+
+/// Finishes file `number`, syncs it to disk and describes it.
+fn close<F: FormatFile>(directory: &Path, number: usize, file: F, rows: u64) -> Result<ManifestFile, SnapshotError> {
+    let name = file_name(u32::try_from(number).unwrap_or(u32::MAX), F::FORMAT);
+    let path = directory.join(&name);
+    let (buffered, bytes, sha256) = file.finish()?.finish();
+    let written = buffered.into_inner().map_err(|error| io_error(&path)(error.into_error()))?;
+    written.sync_all().map_err(io_error(&path))?;
+    Ok(ManifestFile { name, format: F::FORMAT.to_owned(), bytes, rows, sha256 })
 }
 
 #[cfg(test)]

@@ -26,6 +26,9 @@ pub(super) struct RecordedChange<'a> {
     pub(super) lcc_id: &'a str,
     /// The new row; `None` for a withdrawal.
     pub(super) body: Option<&'a [u8]>,
+    /// Whether the work had a row before: only then can it have earlier
+    /// changes for this one to supersede.
+    pub(super) replaces_a_row: bool,
 }
 
 /// The feed's state row.
@@ -77,7 +80,7 @@ pub(super) fn record(
         for (index, change) in changes.iter().enumerate() {
             let sequence = first + index as i64;
             insert.execute(params![sequence, change.audience, change.lcc_id, change.body]).map_err(from_sqlite)?;
-            if let Some(cutoff) = cutoff {
+            if let Some(cutoff) = cutoff.filter(|_| change.replaces_a_row) {
                 let removed =
                     superseded.query_map(params![change.lcc_id, sequence, cutoff], |row| row.get::<_, i64>(0));
                 for removed in removed.map_err(from_sqlite)? {

@@ -76,8 +76,10 @@ struct VersionFile {
     writer: Mutex<Option<Writer>>,
     /// Document reads, for the API.
     readers: ReaderPool,
-    /// State, reference and checkpoint reads, for the projector: each
-    /// process opens only the pool it uses.
+    /// State, reference and checkpoint reads, for the projector, and walks
+    /// over the whole export, for snapshots: connections that copy pages
+    /// into a bounded cache rather than map the file. Each process opens
+    /// only the pools it uses.
     state_readers: ReaderPool,
     /// Documents read through `readers`, made on the first document read.
     documents: OnceLock<DocumentCache>,
@@ -338,7 +340,11 @@ impl DocumentReads for SqliteStore {
         after: Option<&BulkKey>,
         limit: u32,
     ) -> Result<Vec<(BulkKey, Body)>, StoreError> {
-        self.read_active(|connection| reads::bulk_rows_after(connection, audience, after, limit))
+        // A walk over the whole export through the mapped readers would map
+        // every page of it into this process; copying readers keep a
+        // bounded page cache instead.
+        let file = self.active_file()?;
+        file.state_readers.with(|connection| reads::bulk_rows_after(connection, audience, after, limit))
     }
 
     async fn changes(&self, query: &ChangeQuery) -> Result<ChangesRead, StoreError> {

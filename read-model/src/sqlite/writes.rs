@@ -150,6 +150,7 @@ fn write_bulk_rows<'a>(connection: &Connection, batch: &'a WriteBatch) -> Result
         let bucket = bulk_bucket(lcc_id);
         let existing: Option<Vec<u8>> =
             current.query_row(params![audience, bucket, lcc_id], |row| row.get(0)).optional().map_err(from_sqlite)?;
+        let replaces_a_row = existing.is_some();
         match (body, existing) {
             (Some(body), Some(existing)) if *body == existing => continue,
             (Some(body), Some(_)) => update.execute(params![audience, bucket, lcc_id, body]).map(drop),
@@ -164,11 +165,12 @@ fn write_bulk_rows<'a>(connection: &Connection, batch: &'a WriteBatch) -> Result
             (None, None) => continue,
         }
         .map_err(from_sqlite)?;
+        let mut replaces_a_row = replaces_a_row;
         if changes.last().is_some_and(|last: &RecordedChange<'_>| last.lcc_id == lcc_id.as_str()) {
             // A batch that writes one row twice records its last state once.
-            changes.pop();
+            replaces_a_row = changes.pop().is_some_and(|first| first.replaces_a_row);
         }
-        changes.push(RecordedChange { audience, lcc_id, body: body.as_deref() });
+        changes.push(RecordedChange { audience, lcc_id, body: body.as_deref(), replaces_a_row });
     }
     let mut counts = connection
         .prepare_cached(
