@@ -119,7 +119,7 @@ async fn write_files(
         };
         let Some((last, _)) = rows.last() else { break Ok(()) };
         after = Some(last.clone());
-        let bodies: Arc<Vec<Body>> = Arc::new(rows.into_iter().map(|(_, body)| body).collect());
+        let bodies: Chunk = Arc::new(rows.into_iter().map(|(_, body)| body).collect());
         // A writer that stopped has failed; its error is reported below.
         if ndjson_rows.send(Arc::clone(&bodies)).await.is_err() || parquet_rows.send(bodies).await.is_err() {
             break Ok(());
@@ -136,6 +136,12 @@ async fn write_files(
 }
 
 type Sink = HashingWriter<BufWriter<File>>;
+
+/// Rows read from the store, shared by the writers of both formats.
+type Chunk = Arc<Vec<Body>>;
+
+/// A format's writer thread, which returns the entries of the files it wrote.
+type WriterTask = tokio::task::JoinHandle<Result<Vec<ManifestFile>, SnapshotError>>;
 
 /// One snapshot file being written, in one format.
 trait FormatFile: Sized + Send + 'static {
@@ -192,11 +198,8 @@ fn file_name(number: u32, format: &str) -> String {
 
 /// Starts the thread that writes one format's files from the chunks sent
 /// to it, a new file every `rows_per_file` rows; it returns their entries.
-fn start_writer<F: FormatFile>(
-    directory: &Path,
-    rows_per_file: u64,
-) -> (tokio::task::JoinHandle<Result<Vec<ManifestFile>, SnapshotError>>, mpsc::Sender<Arc<Vec<Body>>>) {
-    let (sender, mut chunks) = mpsc::channel::<Arc<Vec<Body>>>(2);
+fn start_writer<F: FormatFile>(directory: &Path, rows_per_file: u64) -> (WriterTask, mpsc::Sender<Chunk>) {
+    let (sender, mut chunks) = mpsc::channel::<Chunk>(2);
     let directory = directory.to_owned();
     let task = tokio::task::spawn_blocking(move || {
         let mut entries = Vec::new();
