@@ -71,8 +71,8 @@ deep_cursor = "c1." + base64.urlsafe_b64encode(inner).decode().rstrip("=")
 
 host, port = address.rsplit(":", 1)
 connection = http.client.HTTPConnection(host, int(port))
-def timed(path, count=200):
-    latencies = []
+def timed(path, count=100):
+    latencies, size = [], 0
     for _ in range(count):
         began = time.perf_counter()
         connection.request("GET", path, headers={"x-api-key": key})
@@ -81,15 +81,26 @@ def timed(path, count=200):
         latencies.append(time.perf_counter() - began)
         assert response.status == 200, (response.status, body[:200])
         assert len(json.loads(body)["items"]) == 1000
+        size = len(body)
     latencies.sort()
-    return latencies[len(latencies) // 2] * 1000, latencies[int(len(latencies) * 0.99)] * 1000
+    return latencies[len(latencies) // 2] * 1000, latencies[int(len(latencies) * 0.99)] * 1000, size
 base = "/api/v1/public/v1/bulk/changes?limit=1000"
+deep = f"{base}&since={deep_cursor}"
 timed(base, 20)
-start_p50, start_p99 = timed(base)
-deep_p50, deep_p99 = timed(f"{base}&since={deep_cursor}")
+timed(deep, 20)
+# Alternating rounds, so that both kinds of page see the same machine.
+rounds = [(timed(base), timed(deep)) for _ in range(5)]
+median = lambda values: sorted(values)[len(values) // 2]
+start_p50, deep_p50 = median([r[0][0] for r in rounds]), median([r[1][0] for r in rounds])
+start_p99, deep_p99 = median([r[0][1] for r in rounds]), median([r[1][1] for r in rounds])
 print(f"feed items:          {items:,} (production)")
-print(f"feed page of 1,000 from the start:        p50 {start_p50:.1f} ms, p99 {start_p99:.1f} ms")
-print(f"feed page of 1,000 from {depth:,} deep:  p50 {deep_p50:.1f} ms, p99 {deep_p99:.1f} ms "
-      f"({deep_p50 / start_p50:.2f} of the first)")
+print(f"feed page of 1,000 from the start:        p50 {start_p50:.2f} ms, p99 {start_p99:.2f} ms, {rounds[0][0][2]:,} bytes")
+print(f"feed page of 1,000 from {depth:,} deep:  p50 {deep_p50:.2f} ms, p99 {deep_p99:.2f} ms, {rounds[0][1][2]:,} bytes "
+      f"({deep_p50 / start_p50:.2f} of the first; medians of 5 alternating rounds of 100)")
+
+manifest = json.load(open(next(__import__("glob").iglob(f"{directory}/data/snapshots/production/*/manifest.json"))))
+for format in ("ndjson.gz", "parquet"):
+    size = sum(file["bytes"] for file in manifest["files"] if file["format"] == format)
+    print(f"snapshot {format:10s} {size / 2**20:,.0f} MiB ({size / manifest['rowCount']:.0f} bytes per work)")
 PY
 du -sh "$work_directory/data" | awk '{print "store size:          " $1}'

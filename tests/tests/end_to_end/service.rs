@@ -1,6 +1,7 @@
 //! The single-machine service as a user runs it (`cargo run --release`): the
 //! README's first session through the real binary, then SIGTERM; and a
-//! sandbox key that outlives a restart.
+//! sandbox key that outlives a restart; and the sandbox snapshot a newcomer
+//! finds ready.
 
 use end_to_end_tests::{RunningService, external_check, http};
 
@@ -73,4 +74,45 @@ fn a_sandbox_key_survives_a_restart_with_a_secret_kept_owner_only_in_the_data_di
     let (status, _, body) = service.request("GET", "/rights/SANDBOX-LCC-0002", &[("x-api-key", &key)], "");
     assert_eq!(status, 200, "the key registered before the restart still works: {body}");
     assert_eq!(std::fs::read(&secret).expect("secret"), kept, "the secret is reused, not made again");
+}
+
+#[test]
+fn a_newcomer_finds_a_sandbox_snapshot_ready_and_downloads_it() {
+    let service = RunningService::start(&[], |_| {});
+    let key = service.register_sandbox_key();
+    let started = std::time::Instant::now();
+    let snapshot = loop {
+        let (status, _, body) = service.request("GET", "/bulk/snapshots", &[("x-api-key", &key)], "");
+        assert_eq!(status, 200, "{body}");
+        let list: serde_json::Value = serde_json::from_str(&body).expect("json");
+        if let Some(first) = list["snapshots"].as_array().and_then(|snapshots| snapshots.first()) {
+            break first.clone();
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(30), "no sandbox snapshot was cut");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert_eq!(snapshot["rowCount"], 14, "every published sandbox work: the snapshot waited for the projector");
+    let id = snapshot["snapshotId"].as_str().expect("id");
+    let (status, _, body) = service.request("GET", &format!("/bulk/snapshots/{id}"), &[("x-api-key", &key)], "");
+    assert_eq!(status, 200, "{body}");
+    let manifest: serde_json::Value = serde_json::from_str(&body).expect("json");
+    assert_eq!(manifest["audience"], "sandbox");
+    let (status, _, body) = service.request(
+        "GET",
+        &format!("/bulk/changes?since={}", manifest["changesCursor"].as_str().expect("cursor")),
+        &[("x-api-key", &key)],
+        "",
+    );
+    assert_eq!(status, 200, "the manifest's cursor continues the feed: {body}");
+    let parquet = manifest["files"]
+        .as_array()
+        .expect("files")
+        .iter()
+        .find(|file| file["format"] == "parquet")
+        .expect("a Parquet file");
+    let path = service.data.path().join("snapshots/sandbox").join(id).join(parquet["name"].as_str().expect("name"));
+    assert_eq!(
+        std::fs::metadata(path).expect("the file is in the data directory").len(),
+        parquet["bytes"].as_u64().expect("bytes")
+    );
 }
