@@ -1,12 +1,45 @@
-//! The XML of OAI-PMH answers: the envelope every answer shares, and the
-//! parts the verbs put in it. Written as text with every value escaped;
-//! the shapes follow the protocol's schema (OAI-PMH.xsd).
+//! The XML of OAI-PMH answers: the envelope every answer shares, the parts
+//! the verbs put in it, and the `oai_dc` element of a Dublin Core record
+//! (which `/rights/{lccId}/metadata` serves too). Written as text with every
+//! value escaped; the shapes follow the protocol's schema (OAI-PMH.xsd).
 
 use read_model::calendar::Timestamp;
+use read_model::documents::DublinCoreRecord;
 
 use super::arguments::Arguments;
 use super::{OAI_DC, OaiError};
-use crate::routes::escape_xml;
+
+/// Text escaped for XML content and attribute values.
+pub fn escape_xml(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for character in text.chars() {
+        match character {
+            '&' => escaped.push_str("&amp;"),
+            '<' => escaped.push_str("&lt;"),
+            '>' => escaped.push_str("&gt;"),
+            '"' => escaped.push_str("&quot;"),
+            '\'' => escaped.push_str("&apos;"),
+            other => escaped.push(other),
+        }
+    }
+    escaped
+}
+
+/// The `oai_dc:dc` element of a record, as OAI-PMH embeds it in `metadata`.
+pub fn oai_dc_element(record: &DublinCoreRecord) -> String {
+    let mut xml = String::from(
+        "<oai_dc:dc xmlns:oai_dc=\"http://www.openarchives.org/OAI/2.0/oai_dc/\" \
+         xmlns:dc=\"http://purl.org/dc/elements/1.1/\" xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" \
+         xsi:schemaLocation=\"http://www.openarchives.org/OAI/2.0/oai_dc/ http://www.openarchives.org/OAI/2.0/oai_dc.xsd\">\n",
+    );
+    for (element, values) in record.elements() {
+        for value in values {
+            xml.push_str(&format!("  <dc:{element}>{}</dc:{element}>\n", escape_xml(value)));
+        }
+    }
+    xml.push_str("</oai_dc:dc>\n");
+    xml
+}
 
 /// A datestamp at the repository's granularity, seconds: `YYYY-MM-DDThh:mm:ssZ`.
 pub fn datestamp(unix_ms: i64) -> String {

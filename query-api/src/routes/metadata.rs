@@ -16,6 +16,7 @@ use super::parameters::{PathParameters, WorkPath};
 use super::{decode, json, json_of, stored_json_list, work_document};
 use crate::app::{App, BASE_PATH};
 use crate::keys::Scope;
+use crate::oai::xml::oai_dc_element;
 
 fn wants_xml(headers: &HeaderMap) -> bool {
     headers
@@ -24,41 +25,9 @@ fn wants_xml(headers: &HeaderMap) -> bool {
         .is_some_and(|accept| accept.contains("application/xml") || accept.contains("text/xml"))
 }
 
-/// Text escaped for XML content and attribute values.
-pub(crate) fn escape_xml(text: &str) -> String {
-    let mut escaped = String::with_capacity(text.len());
-    for character in text.chars() {
-        match character {
-            '&' => escaped.push_str("&amp;"),
-            '<' => escaped.push_str("&lt;"),
-            '>' => escaped.push_str("&gt;"),
-            '"' => escaped.push_str("&quot;"),
-            '\'' => escaped.push_str("&apos;"),
-            other => escaped.push(other),
-        }
-    }
-    escaped
-}
-
 /// The record as an OAI-PMH `oai_dc` document; elements with no value are left out.
 pub fn oai_dc_xml(record: &DublinCoreRecord) -> String {
     format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n{}", oai_dc_element(record))
-}
-
-/// The `oai_dc:dc` element of a record, as OAI-PMH embeds it in `metadata`.
-pub(crate) fn oai_dc_element(record: &DublinCoreRecord) -> String {
-    let mut xml = String::from(
-        "<oai_dc:dc xmlns:oai_dc=\"http://www.openarchives.org/OAI/2.0/oai_dc/\" \
-         xmlns:dc=\"http://purl.org/dc/elements/1.1/\" xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" \
-         xsi:schemaLocation=\"http://www.openarchives.org/OAI/2.0/oai_dc/ http://www.openarchives.org/OAI/2.0/oai_dc.xsd\">\n",
-    );
-    for (element, values) in record.elements() {
-        for value in values {
-            xml.push_str(&format!("  <dc:{element}>{}</dc:{element}>\n", escape_xml(value)));
-        }
-    }
-    xml.push_str("</oai_dc:dc>\n");
-    xml
 }
 
 /// The answer of `GET /rights/{lccId}/provenance`.

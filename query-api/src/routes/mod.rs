@@ -38,8 +38,6 @@ use utoipa_axum::routes;
 use crate::app::{App, Environment};
 use crate::errors::ApiError;
 
-pub(crate) use metadata::{escape_xml, oai_dc_element};
-
 /// Largest request body accepted (sandbox registration is the only body).
 pub const MAX_BODY_BYTES: usize = 4 * 1024;
 

@@ -19,12 +19,13 @@ use read_model::change_feed::{
 use read_model::documents::DublinCoreRecord;
 use read_model::{Audience, DocumentKind};
 
-use super::{ClientAddress, decode, oai_dc_element};
+use super::{ClientAddress, decode};
 use crate::app::{App, BASE_PATH, with_rate_headers};
 use crate::errors::ApiError;
 use crate::keys::Scope;
 use crate::oai::arguments::{self, Arguments, Selection, Verb};
 use crate::oai::resumption::ResumptionToken;
+use crate::oai::xml::oai_dc_element;
 use crate::oai::{OaiError, PAGE_SIZE, xml};
 
 /// `GET /oai?verb=…`.

@@ -20,38 +20,20 @@ use flate2::Compression;
 use flate2::write::GzEncoder;
 use read_model::calendar::Timestamp;
 use read_model::change_feed::{FeedCursor, FeedPosition};
-use read_model::{Audience, Body, BulkKey, DocumentReads, ModelVersion, StoreError};
+use read_model::{Audience, Body, BulkKey, DocumentReads, ModelVersion};
 use tokio::sync::mpsc;
 
+use super::errors::{SnapshotError, io_error};
 use super::hashing_writer::HashingWriter;
 use super::library::SnapshotLibrary;
 use super::manifest::{Manifest, ManifestFile, NDJSON_GZ, PARQUET};
-use super::parquet_file::{ParquetFileError, ParquetRows};
+use super::parquet_file::ParquetRows;
 
 /// Rows read from the store at a time.
 const ROWS_PER_READ: u32 = 2_000;
 
 /// The default bound of a file, in rows.
 pub const DEFAULT_ROWS_PER_FILE: u64 = 250_000;
-
-/// Why a snapshot could not be cut.
-#[derive(Debug, thiserror::Error)]
-pub enum SnapshotError {
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    #[error("failed to write {path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
-    #[error(transparent)]
-    Parquet(#[from] ParquetFileError),
-    #[error("model version {was} was replaced by {now} while the snapshot was cut; it is cut again next time")]
-    ModelVersionChanged { was: ModelVersion, now: ModelVersion },
-    #[error("the file writer task failed: {0}")]
-    Task(String),
-}
-
-fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> SnapshotError + '_ {
-    move |source| SnapshotError::Io { path: path.to_owned(), source }
-}
 
 /// The identifier of a snapshot cut at `instant` from `version`: its time,
 /// compact, so that identifiers sort by age.

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use read_model::Audience;
 
-use super::cutting::SnapshotError;
+use super::errors::SnapshotError;
 use super::manifest::{Manifest, ManifestFile};
 
 /// The name of a snapshot's manifest file.

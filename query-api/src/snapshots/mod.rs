@@ -9,13 +9,15 @@
 //! still writes nothing to the store but operator keys.
 
 pub mod cutting;
+mod errors;
 mod hashing_writer;
 pub mod library;
 pub mod manifest;
 pub mod parquet_file;
 pub mod schedule;
 
-pub use cutting::{DEFAULT_ROWS_PER_FILE, SnapshotError, cut_snapshot};
+pub use cutting::{DEFAULT_ROWS_PER_FILE, cut_snapshot};
+pub use errors::SnapshotError;
 pub use library::SnapshotLibrary;
 pub use manifest::{Manifest, ManifestFile};
 pub use schedule::{SnapshotSchedule, run_snapshot_schedule};

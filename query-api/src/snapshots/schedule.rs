@@ -18,7 +18,8 @@ use read_model::calendar::Timestamp;
 use read_model::change_feed::{FeedCursor, millisecond_of_sequence};
 use read_model::{Audience, DocumentReads, StoreError};
 
-use super::cutting::{SnapshotError, cut_snapshot};
+use super::cutting::cut_snapshot;
+use super::errors::SnapshotError;
 use super::library::SnapshotLibrary;
 
 /// How long the feed must not move before a due snapshot is cut early.
