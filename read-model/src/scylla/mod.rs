@@ -51,7 +51,7 @@ use self::statements::{
 use self::writes::{FeedPlacement, VersionWrites};
 use crate::active_version_cache::ActiveVersionCache;
 use crate::api_keys::{ApiKeyRecord, ApiKeys};
-use crate::change_feed::{ChangeFeedBounds, ChangeItem, ChangeQuery, ChangesRead, sequence_of_millisecond};
+use crate::change_feed::{ChangeFeedBounds, ChangeItem, ChangeQuery, ChangesRead};
 use crate::clock::Clock;
 use crate::documents::DocumentKind;
 use crate::identifiers::Audience;
@@ -186,13 +186,7 @@ impl ScyllaStore {
     /// previous batch at the earliest, so its changes keep their order.
     fn feed_placement(&self, batch: &WriteBatch, now_ms: i64) -> FeedPlacement {
         let mut newest = self.inner.newest_feed_millisecond.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let millisecond = now_ms.max(*newest + 1);
-        let spans = i64::try_from(batch.bulk_rows.len() >> crate::change_feed::SEQUENCE_INDEX_BITS).unwrap_or(0);
-        *newest = millisecond + spans;
-        let retention_cutoff = batch.change_feed_retention.map(|retention| {
-            sequence_of_millisecond(now_ms.saturating_sub(i64::try_from(retention.as_millis()).unwrap_or(i64::MAX)))
-        });
-        FeedPlacement { first_sequence: sequence_of_millisecond(millisecond), retention_cutoff }
+        FeedPlacement::next(&mut newest, batch.bulk_rows.len(), now_ms, batch.change_feed_retention)
     }
 
     /// Sweeps the feed's days past retention, at most once per

@@ -28,6 +28,7 @@ use super::execution::{Prepared, Request, execute, read_concurrently, run_concur
 use super::statements::{FIXTURES_PARTITION, ModelStatement};
 use super::timestamps;
 use crate::bulk::bulk_bucket;
+use crate::change_feed::{SEQUENCE_INDEX_BITS, sequence_of_millisecond};
 use crate::identifiers::Audience;
 use crate::store::{KeyedWrite, StoreError, WriteBatch};
 
@@ -47,6 +48,27 @@ pub(super) struct FeedPlacement {
     pub first_sequence: i64,
     /// Changes committed before this sequence are past retention.
     pub retention_cutoff: Option<i64>,
+}
+
+impl FeedPlacement {
+    /// The placement of a batch of `rows` changes committed at `now_ms`,
+    /// after a process's newest batch, whose millisecond `newest` holds (and
+    /// is moved past this batch): a later batch of one process never shares
+    /// a sequence with an earlier one, even when the clock steps back.
+    pub(super) fn next(
+        newest: &mut i64,
+        rows: usize,
+        now_ms: i64,
+        retention: Option<std::time::Duration>,
+    ) -> FeedPlacement {
+        let millisecond = now_ms.max(*newest + 1);
+        *newest = millisecond + i64::try_from(rows >> SEQUENCE_INDEX_BITS).unwrap_or(0);
+        let retention_cutoff = retention.map(|retention| {
+            let retention_ms = i64::try_from(retention.as_millis()).unwrap_or(i64::MAX);
+            sequence_of_millisecond(now_ms.saturating_sub(retention_ms))
+        });
+        FeedPlacement { first_sequence: sequence_of_millisecond(millisecond), retention_cutoff }
+    }
 }
 
 impl<'a> VersionWrites<'a> {
@@ -211,4 +233,26 @@ fn bulk_partition(lcc_id: &str) -> (&'static str, i32) {
 
 fn count_of(rows: Vec<(i64,)>) -> i64 {
     rows.into_iter().next().map_or(0, |(count,)| count)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn a_processs_batches_take_growing_sequences_even_when_the_clock_steps_back() {
+        let mut newest = 0;
+        let first = FeedPlacement::next(&mut newest, 10, 5_000, None);
+        assert_eq!(first.first_sequence, sequence_of_millisecond(5_000));
+        let same_moment = FeedPlacement::next(&mut newest, 10, 5_000, None);
+        assert_eq!(same_moment.first_sequence, sequence_of_millisecond(5_001));
+        let clock_back = FeedPlacement::next(&mut newest, 3 << SEQUENCE_INDEX_BITS, 4_000, None);
+        assert_eq!(clock_back.first_sequence, sequence_of_millisecond(5_002));
+        let after_a_big_batch = FeedPlacement::next(&mut newest, 1, 4_000, None);
+        assert_eq!(after_a_big_batch.first_sequence, sequence_of_millisecond(5_006), "a batch past 2^20 rows spans");
+        let kept = FeedPlacement::next(&mut newest, 1, 90_000, Some(Duration::from_secs(60)));
+        assert_eq!(kept.retention_cutoff, Some(sequence_of_millisecond(30_000)));
+    }
 }
