@@ -23,7 +23,7 @@ use std::time::Duration;
 use futures_util::FutureExt;
 use scylla::client::session::Session;
 
-use super::execution::{Prepared, Request, execute, read_concurrently, select};
+use super::execution::{Prepared, Request, execute, read_concurrently, select, write_request};
 use super::statements::{HORIZON_ROW, ModelStatement};
 use super::timestamps;
 use crate::change_feed::{
@@ -64,15 +64,6 @@ pub(super) struct VersionFeed<'a> {
 }
 
 impl<'a> VersionFeed<'a> {
-    fn request(
-        &self,
-        statement: ModelStatement,
-        values: impl scylla::serialize::row::SerializeRow + Send + 'a,
-    ) -> Result<Request<'a>, StoreError> {
-        let (session, prepared) = (self.session, self.statements.get(statement)?);
-        Ok(async move { execute(session, prepared, values).await.map(drop) }.boxed())
-    }
-
     /// The writes that append a batch's bulk-row writes to the feed, from
     /// `first_sequence` on: the change, its day, and the work's head.
     pub(super) fn append(&self, rows: &'a [KeyedWrite], first_sequence: i64) -> Result<Vec<Request<'a>>, StoreError> {
@@ -83,9 +74,12 @@ impl<'a> VersionFeed<'a> {
             let timestamp = timestamps::of_write_version(write.version);
             let version = timestamp;
             let values = (audience, day_of(sequence), sequence, &write.key, version, &write.body, timestamp);
-            requests.push(self.request(ModelStatement::InsertChange, values)?);
-            requests.push(self.request(ModelStatement::InsertChangeDay, (audience, day_of(sequence), timestamp))?);
-            requests.push(self.request(ModelStatement::UpsertChangeHead, (&write.key, audience, sequence, timestamp))?);
+            let (session, statements) = (self.session, self.statements);
+            requests.push(write_request(session, statements, ModelStatement::InsertChange, values)?);
+            let day = (audience, day_of(sequence), timestamp);
+            requests.push(write_request(session, statements, ModelStatement::InsertChangeDay, day)?);
+            let head = (&write.key, audience, sequence, timestamp);
+            requests.push(write_request(session, statements, ModelStatement::UpsertChangeHead, head)?);
         }
         Ok(requests)
     }

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::hash::Hash;
 use std::time::Duration;
 
+use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use futures_util::{StreamExt, TryStreamExt, stream};
 use scylla::client::execution_profile::ExecutionProfileHandle;
@@ -16,6 +17,7 @@ use scylla::statement::prepared::PreparedStatement;
 use scylla::statement::unprepared::Statement;
 
 use super::errors::{corrupt, unavailable};
+use super::statements::ModelStatement;
 use crate::store::StoreError;
 
 /// Requests one batch keeps in flight at once: enough to hide round trips,
@@ -99,6 +101,17 @@ where
     let rows = result.into_rows_result().map_err(|error| corrupt(context, error))?;
     let typed = rows.rows::<R>().map_err(|error| corrupt(context, error))?;
     typed.collect::<Result<Vec<R>, _>>().map_err(|error| corrupt(context, error))
+}
+
+/// A write of `statement` with `values`, as a request to queue with others.
+pub(super) fn write_request<'a>(
+    session: &'a Session,
+    statements: &'a Prepared<ModelStatement>,
+    statement: ModelStatement,
+    values: impl SerializeRow + Send + 'a,
+) -> Result<Request<'a>, StoreError> {
+    let prepared = statements.get(statement)?;
+    Ok(async move { execute(session, prepared, values).await.map(drop) }.boxed())
 }
 
 /// A request, boxed so that requests of different shapes share one queue.

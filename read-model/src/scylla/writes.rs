@@ -24,7 +24,7 @@ use scylla::client::session::Session;
 
 use super::bulk_pages::may_change_count;
 use super::change_feed::VersionFeed;
-use super::execution::{Prepared, Request, execute, read_concurrently, run_concurrently, select};
+use super::execution::{Prepared, Request, execute, read_concurrently, run_concurrently, select, write_request};
 use super::statements::{FIXTURES_PARTITION, ModelStatement};
 use super::timestamps;
 use crate::bulk::bulk_bucket;
@@ -99,8 +99,7 @@ impl<'a> VersionWrites<'a> {
         statement: ModelStatement,
         values: impl scylla::serialize::row::SerializeRow + Send + 'a,
     ) -> Result<Request<'a>, StoreError> {
-        let (session, prepared) = (self.session, self.statements.get(statement)?);
-        Ok(async move { execute(session, prepared, values).await.map(drop) }.boxed())
+        write_request(self.session, self.statements, statement, values)
     }
 
     fn visible_writes(&self, batch: &'a WriteBatch) -> Result<Vec<Request<'a>>, StoreError> {
