@@ -239,3 +239,61 @@ async fn snapshots_are_listed_described_and_downloaded_whole_or_from_an_offset()
     .await;
     assert_eq!((status, body["code"].as_str()), (StatusCode::FORBIDDEN, Some("insufficient_scope")));
 }
+
+fn bulk_row_batch(lcc_id: &str, title: &str) -> std::sync::Arc<read_model::WriteBatch> {
+    let row = read_model::documents::BulkRow {
+        lcc_id: lcc_id.into(),
+        title: title.into(),
+        iswc: None,
+        isrcs: Vec::new(),
+        work_type: read_model::documents::WorkType::MusicalWork,
+        language: None,
+        created_on: None,
+        published_at: read_model::calendar::Timestamp(1_764_000_000_000),
+        creators: Vec::new(),
+        open_for_licensing: true,
+    };
+    let body = serde_json::to_vec(&row).expect("json");
+    let row = read_model::KeyedWrite { key: lcc_id.into(), body: Some(body), version: read_model::WriteVersion(1) };
+    std::sync::Arc::new(read_model::WriteBatch { bulk_rows: vec![row], ..read_model::WriteBatch::default() })
+}
+
+#[tokio::test]
+async fn a_snapshot_is_due_once_the_feed_moves_and_is_quiet_or_a_rebuild_replaced_its_model_version() {
+    use query_api::snapshots::schedule::cut_if_due;
+    use query_api::snapshots::{SnapshotLibrary, SnapshotSchedule};
+    use read_model::{Audience, ProjectionWrites};
+    let service = Service::start().await;
+    let schedule = SnapshotSchedule {
+        library: SnapshotLibrary::new(service.store.directory().join("snapshots")),
+        interval: std::time::Duration::from_secs(3_600),
+        keep: 2,
+        rows_per_file: 100,
+    };
+    let long_running = std::time::Duration::from_secs(60);
+    let due = async || cut_if_due(&service.store, &schedule, Audience::Production, long_running).await.expect("look");
+    assert_eq!(due().await, None, "the newest snapshot is at the feed's newest change");
+
+    service.store.apply_batch(ModelVersion(1), bulk_row_batch("LCC-9000000001", "New")).await.expect("write");
+    let started = std::time::Instant::now();
+    let cut = loop {
+        if let Some(cut) = due().await {
+            break cut;
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(10), "a quiet feed gets its snapshot");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    assert!(started.elapsed() >= query_api::snapshots::schedule::QUIET / 2, "not while the feed was moving");
+    assert_eq!(due().await, None);
+    let newest = schedule.library.latest(Audience::Production).expect("a snapshot");
+    assert_eq!(newest.snapshot_id, cut);
+    assert!(newest.files.len() > 2, "files of at most 100 rows");
+
+    service.store.create_model_version(ModelVersion(2)).await.expect("create");
+    service.store.activate_model_version(ModelVersion(2)).await.expect("activate");
+    service.store.apply_batch(ModelVersion(2), bulk_row_batch("LCC-9000000002", "Rebuilt")).await.expect("write");
+    let rebuilt = due().await.expect("a rebuild's snapshot is cut without waiting for quiet");
+    let manifest = schedule.library.manifest(Audience::Production, &rebuilt).expect("manifest");
+    assert_eq!((manifest.model_version, manifest.row_count), (2, 1));
+    assert_eq!(schedule.library.list(Audience::Production).len(), 2, "the newest two are kept");
+}

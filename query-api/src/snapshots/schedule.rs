@@ -3,10 +3,11 @@
 //! newest few.
 //!
 //! A snapshot is cut when the feed has moved past the newest snapshot's
-//! cursor (or the model version changed) and either the feed has been quiet
-//! for [`QUIET`] (the projector caught up: a newcomer's first snapshot
-//! holds the whole sandbox) or the newest snapshot is older than the
-//! interval (a busy feed is never quiet). Replicas sharing the directory
+//! cursor and either the feed has been quiet for [`QUIET`] (the projector
+//! caught up: a newcomer's first snapshot holds the whole sandbox), the
+//! newest snapshot is older than the interval (a busy feed is never quiet),
+//! or a rebuild replaced the model version the newest snapshot names (its
+//! cursor is gone). Replicas sharing the directory
 //! take a lock file first, so only one cuts at a time; the others see its
 //! snapshot and find nothing to do.
 
@@ -85,7 +86,9 @@ pub async fn cut_if_due(
             .map_or(Duration::MAX, |created| Duration::from_millis(u64::try_from(now.0 - created.0).unwrap_or(0))),
         None => running_for,
     };
-    if !quiet && age < schedule.interval {
+    // After a rebuild the newest snapshot's cursor is gone: cut at once.
+    let model_replaced = latest.as_ref().is_some_and(|manifest| manifest.model_version != bounds.model_version.0);
+    if !quiet && !model_replaced && age < schedule.interval {
         return Ok(None);
     }
     let Some(_lock) = cutting_lock(&schedule.library)? else { return Ok(None) };
