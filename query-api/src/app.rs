@@ -2,6 +2,7 @@
 //! endpoint runs first: key, then quota, then scope, then audience, all
 //! before any store read.
 
+use std::num::NonZeroU32;
 use std::sync::{Arc, OnceLock};
 
 use axum::body::Bytes;
@@ -102,12 +103,22 @@ impl App {
     ///
     /// `record` is the record id the request names, if any: a sandbox key
     /// naming a production id is refused here, before any store read.
+    /// `cost` is how many requests this one counts as (a batch of lookups).
     #[allow(clippy::result_large_err)]
-    async fn authorize(&self, headers: &HeaderMap, scope: Scope, record: Option<&str>) -> Result<Granted, Response> {
+    async fn authorize(
+        &self,
+        headers: &HeaderMap,
+        scope: Scope,
+        record: Option<&str>,
+        cost: NonZeroU32,
+    ) -> Result<Granted, Response> {
         let principal = self.authenticate(headers).await.map_err(IntoResponse::into_response)?;
-        let rate = self.rate_limits.check(&principal.key_id, principal.rate_limit);
+        let rate = self.rate_limits.check_cost(&principal.key_id, principal.rate_limit, cost);
         let refuse = |error: ApiError| with_rate_headers(error.into_response(), &rate);
         if let Some(retry_after) = rate.retry_after {
+            if cost.get() > principal.rate_limit {
+                return Err(refuse(ApiError::BatchOverQuota { cost: cost.get(), limit: principal.rate_limit }));
+            }
             return Err(refuse(ApiError::RateLimited { retry_after }));
         }
         if !principal.scopes.contains(scope) {
@@ -129,7 +140,19 @@ impl App {
         record: Option<&str>,
         answer: impl AsyncFnOnce(&Granted) -> Result<Response, ApiError>,
     ) -> Response {
-        match self.authorize(headers, scope, record).await {
+        self.answer_authorized_costing(headers, scope, record, NonZeroU32::MIN, answer).await
+    }
+
+    /// [`App::answer_authorized`] for a request that counts as `cost` requests.
+    pub async fn answer_authorized_costing(
+        &self,
+        headers: &HeaderMap,
+        scope: Scope,
+        record: Option<&str>,
+        cost: NonZeroU32,
+        answer: impl AsyncFnOnce(&Granted) -> Result<Response, ApiError>,
+    ) -> Response {
+        match self.authorize(headers, scope, record, cost).await {
             Ok(granted) => granted.respond(answer(&granted).await),
             Err(refused) => refused,
         }

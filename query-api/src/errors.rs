@@ -44,6 +44,8 @@ pub enum ApiError {
     MethodNotAllowed(String),
     #[error("too many requests; retry in {retry_after} s")]
     RateLimited { retry_after: u64 },
+    #[error("a batch of {cost} lookups is more than this key's {limit} requests a minute; split it")]
+    BatchOverQuota { cost: u32, limit: u32 },
     #[error("the read model is unavailable; retry shortly")]
     Unavailable,
     #[error("internal error")]
@@ -64,7 +66,7 @@ impl ApiError {
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
-            ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::RateLimited { .. } | ApiError::BatchOverQuota { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -89,6 +91,7 @@ impl ApiError {
             ApiError::UnknownRoute(_) => "unknown_route",
             ApiError::MethodNotAllowed(_) => "method_not_allowed",
             ApiError::RateLimited { .. } => "rate_limited",
+            ApiError::BatchOverQuota { .. } => "batch_over_quota",
             ApiError::Unavailable => "service_unavailable",
             ApiError::Internal => "internal_error",
         }
@@ -154,26 +157,39 @@ pub struct Problem {
     pub snapshot: Option<String>,
 }
 
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let status = self.status();
-        let snapshot = match &self {
+impl ApiError {
+    /// The problem document of this error.
+    pub fn problem(&self) -> Problem {
+        let snapshot = match self {
             ApiError::ChangesGone { snapshot, .. } => snapshot.clone(),
             _ => None,
         };
-        let problem = Problem {
+        Problem {
             snapshot,
             problem_type: format!("urn:lcc:problem:{}", self.code()),
             title: self.title(),
-            status: status.as_u16(),
+            status: self.status().as_u16(),
             detail: self.to_string(),
             code: self.code(),
-        };
-        let mut response = (status, serde_json::to_vec(&problem).unwrap_or_default()).into_response();
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        let mut response = (status, serde_json::to_vec(&self.problem()).unwrap_or_default()).into_response();
         let headers = response.headers_mut();
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/problem+json"));
-        if let ApiError::RateLimited { retry_after } = self {
-            headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
+        match self {
+            ApiError::RateLimited { retry_after } => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
+            }
+            // Waiting does not help; a minute is when a split batch's first part passes.
+            ApiError::BatchOverQuota { .. } => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from(60));
+            }
+            _ => {}
         }
         if let ApiError::RangeNotSatisfiable(length) = self
             && let Ok(value) = HeaderValue::from_str(&format!("bytes */{length}"))

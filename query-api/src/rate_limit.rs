@@ -119,12 +119,26 @@ impl<C: Clock + Clone> RateLimits<C> {
     /// A client whose limit changes (its key was reissued with another)
     /// starts a fresh quota at the new limit.
     pub fn check(&self, client: &str, per_minute: u32) -> RateDecision {
+        self.check_cost(client, per_minute, NonZeroU32::MIN)
+    }
+
+    /// Counts `cost` requests of `client` at once (a batch of lookups): all
+    /// of them pass, or none does and the quota is left as it was.
+    pub fn check_cost(&self, client: &str, per_minute: u32, cost: NonZeroU32) -> RateDecision {
         let limit = NonZeroU32::new(per_minute).unwrap_or(NonZeroU32::MIN);
         let key = self.client_key(client);
-        let outcome = if limit == self.default_limit {
-            self.default_limiter.check_key(&key)
+        let other;
+        let limiter = if limit == self.default_limit {
+            &self.default_limiter
         } else {
-            self.limiter_of(limit).check_key(&key)
+            other = self.limiter_of(limit);
+            &*other
+        };
+        // A cost above the whole quota can never pass. It is refused,
+        // counted as one request, so that the headers tell what is left.
+        let (outcome, counted, over_quota) = match limiter.check_key_n(&key, cost) {
+            Ok(outcome) => (outcome, cost, false),
+            Err(_) => (limiter.check_key(&key), NonZeroU32::MIN, true),
         };
         if self.checks.fetch_add(1, Ordering::Relaxed) % COUNT_EVERY == COUNT_EVERY - 1 {
             self.sweep_if_grown();
@@ -136,13 +150,19 @@ impl<C: Clock + Clone> RateLimits<C> {
             Ok(snapshot) => {
                 let remaining = snapshot.remaining_burst_capacity().min(limit);
                 let reset_seconds = (f64::from(limit - remaining) * interval).ceil() as u64;
-                RateDecision { limit, remaining, reset_seconds, retry_after: None }
+                // Waiting does not let a batch over the whole quota pass; a
+                // minute is when a split batch's first part does.
+                RateDecision { limit, remaining, reset_seconds, retry_after: over_quota.then_some(60) }
             }
             Err(not_until) => {
+                // The quota holds `counted` requests once `wait` has passed,
+                // so it holds what refilling during `wait` does not add now.
                 let wait = not_until.wait_time_from(self.clock.now()).as_secs_f64();
+                let missing = ((wait / interval).ceil() as u32).min(counted.get());
+                let remaining = (counted.get() - missing).min(limit);
                 let retry_after = wait.ceil().max(1.0) as u64;
-                let reset_seconds = (wait + f64::from(limit - 1) * interval).ceil() as u64;
-                RateDecision { limit, remaining: 0, reset_seconds, retry_after: Some(retry_after) }
+                let reset_seconds = (f64::from(limit - remaining) * interval).ceil() as u64;
+                RateDecision { limit, remaining, reset_seconds, retry_after: Some(retry_after) }
             }
         }
     }

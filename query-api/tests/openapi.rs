@@ -121,6 +121,10 @@ async fn live_examples(service: &Service, document: &Value) -> BTreeMap<String, 
     requests.insert("listPublishedWorks", json!({ "parameters": { "page": 1, "limit": 2 } }));
     requests.insert("listSandboxFixtures", json!({}));
     requests.insert("listChanges", json!({ "parameters": { "limit": 2 } }));
+    requests.insert(
+        "lookupRightsProfiles",
+        json!({ "request": { "lccIds": [work_id, "SANDBOX-LCC-9999"], "iswcs": [by_iswc["iswc"]] } }),
+    );
     requests.insert("listSnapshots", json!({}));
     let (_, snapshots, _) = service.get("/bulk/snapshots", Some(&key)).await;
     let snapshot_id = &snapshots["snapshots"][0]["snapshotId"];
@@ -250,6 +254,7 @@ async fn the_description_is_openapi_3_1_and_covers_every_endpoint_of_the_specifi
         ("get", "/bulk/snapshots/{snapshotId}/files/{name}", Some("bulk:read")),
         ("get", "/oai", None),
         ("post", "/oai", None),
+        ("post", "/rights/lookup", Some("rights:read")),
     ]
     .into_iter()
     .map(|(method, path, scope)| (method.to_owned(), path.to_owned(), scope))
@@ -315,7 +320,7 @@ async fn each_operation_requires_exactly_the_scope_its_description_names() {
         );
         checked += 1;
     }
-    assert_eq!(checked, 11, "every keyed operation with a JSON answer has an example");
+    assert_eq!(checked, 12, "every keyed operation with a JSON answer has an example");
 }
 
 #[tokio::test]

@@ -13,6 +13,7 @@ mod changes;
 mod docs;
 mod evidence;
 mod licenses;
+mod lookup;
 mod metadata;
 mod oai;
 pub mod openapi;
@@ -50,6 +51,7 @@ fn described_endpoints() -> OpenApiRouter<Arc<App>> {
     OpenApiRouter::new()
         .routes(routes!(rights::rights_by_identifier))
         .routes(routes!(rights::rights_by_id))
+        .routes(routes!(lookup::lookup))
         .routes(routes!(verify::verify))
         .routes(routes!(licenses::license_status))
         .routes(routes!(metadata::metadata))

@@ -7,7 +7,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use read_model::documents::RightsProfile;
 use read_model::identifiers::{display_iswc, normalize_isrc, normalize_iswc};
-use read_model::{DocumentKind, IdentifierKind};
+use read_model::{Audience, Body, DocumentKind, IdentifierKind};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use utoipa::ToSchema;
@@ -98,19 +98,7 @@ pub async fn rights_by_identifier(
                 return Err(ApiError::InvalidParameter("give exactly one of the query parameters iswc or isrc".into()));
             }
         };
-        let ids = app.store.works_by_identifier(kind, &code, granted.audience()).await?;
-        let mut profiles = Vec::with_capacity(ids.len());
-        for id in &ids {
-            if let Some(body) = app.store.document(DocumentKind::RightsProfile, id).await? {
-                profiles.push(body);
-            }
-        }
-        if profiles.is_empty() {
-            return Err(ApiError::NotFound(format!(
-                "no work is registered under {} {shown}",
-                kind.code().to_uppercase()
-            )));
-        }
+        let profiles = profiles_under(&app, kind, &code, &shown, granted.audience()).await?;
         let (iswc, isrc) = match kind {
             IdentifierKind::Iswc => (Some(shown), None),
             IdentifierKind::Isrc => (None, Some(shown)),
@@ -119,4 +107,23 @@ pub async fn rights_by_identifier(
         json_of(StatusCode::OK, &lookup)
     })
     .await
+}
+
+/// The stored profiles of the caller's audience registered under an ISWC or
+/// ISRC (`code` normalized, `shown` as answers print it); 404 when none.
+pub(super) async fn profiles_under(
+    app: &App,
+    kind: IdentifierKind,
+    code: &str,
+    shown: &str,
+    audience: Audience,
+) -> Result<Vec<Body>, ApiError> {
+    let mut profiles = Vec::new();
+    for id in app.store.works_by_identifier(kind, code, audience).await? {
+        profiles.extend(app.store.document(DocumentKind::RightsProfile, &id).await?);
+    }
+    if profiles.is_empty() {
+        return Err(ApiError::NotFound(format!("no work is registered under {} {shown}", kind.code().to_uppercase())));
+    }
+    Ok(profiles)
 }
