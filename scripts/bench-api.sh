@@ -8,7 +8,9 @@
 #
 # Defaults: 100,000 works, 3 rounds of 20 s per server, 64 connections. The
 # API runs twice, with its document cache (the default) and without it
-# (`--document-cache-mib 0`: every lookup reads SQLite). The three servers
+# (`--document-cache-mib 0`: every lookup reads SQLite). Each round also
+# sends batches of 100 identifiers (`POST /rights/lookup`) to the cached
+# API, and profiles per second of batches are compared with single lookups. The three servers
 # are measured in alternation (API, API without cache, ceiling, API, ...)
 # and the median round of each is reported, because back-to-back runs on
 # these machines vary by up to 30%. wrk, the service and the ceiling share the
@@ -79,7 +81,7 @@ wait_for "http://127.0.0.1:$ceiling_port/"
 
 load() {
     wrk --threads 2 --connections "$connections" --duration "${seconds}s" --latency \
-        --script scripts/bench/rights-lookups.lua "$1" >"$2"
+        --script "${3:-scripts/bench/rights-lookups.lua}" "$1" >"$2"
 }
 # Warm both (page cache, memory maps, connections) before measuring.
 for port in "$api_port" "$uncached_port" "$ceiling_port"; do
@@ -87,10 +89,11 @@ for port in "$api_port" "$uncached_port" "$ceiling_port"; do
         "http://127.0.0.1:$port" >/dev/null
 done
 for round in 1 2 3; do
-    echo "round $round: query API, query API without cache, ceiling, ${seconds} s each ($connections connections)"
+    echo "round $round: query API, query API without cache, ceiling, batches of 100, ${seconds} s each ($connections connections)"
     load "http://127.0.0.1:$api_port" "$work_directory/api-$round.txt"
     load "http://127.0.0.1:$uncached_port" "$work_directory/uncached-$round.txt"
     load "http://127.0.0.1:$ceiling_port" "$work_directory/ceiling-$round.txt"
+    load "http://127.0.0.1:$api_port" "$work_directory/batch-$round.txt" scripts/bench/rights-batch-lookups.lua
 done
 
 curl -s "http://127.0.0.1:$api_admin_port/metrics" >"$work_directory/api-metrics.txt"
@@ -112,6 +115,7 @@ def median_round(name):
     print(f"{name:>8} rounds: " + ", ".join(f"{result[0]:,.0f}/s" for result in rounds))
     return rounds[1]
 api, uncached, ceiling = median_round("api"), median_round("uncached"), median_round("ceiling")
+batch = median_round("batch")
 print(f"works: {works}, ceiling body: {size} bytes; median round of each:")
 for name, (rate, p50, p99, failed, requests) in (("query API", api), ("no cache", uncached), ("ceiling", ceiling)):
     print(f"{name:>10}: {rate:>10,.0f} requests/s   p50 {p50:6.2f} ms   p99 {p99:6.2f} ms   "
@@ -123,4 +127,7 @@ metrics = dict(line.split(" ", 1) for line in open(f"{directory}/api-metrics.txt
 hits, misses = float(metrics["lcc_document_cache_hits_total"]), float(metrics["lcc_document_cache_misses_total"])
 print(f"     cache: {hits / max(hits + misses, 1):.4f} of {hits + misses:,.0f} document reads were hits, "
       f"{float(metrics['lcc_document_cache_bytes']) / 2**20:,.0f} MiB held (warm-up included)")
+print(f"   batches: {batch[0]:,.0f} requests/s of 100 identifiers = {batch[0] * 100:,.0f} profiles/s, "
+      f"{batch[0] * 100 / api[0]:.1f} times single lookups' {api[0]:,.0f}/s; p50 {batch[1]:.2f} ms, p99 {batch[2]:.2f} ms, "
+      f"non-2xx {batch[3]}")
 PY
