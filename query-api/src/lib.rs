@@ -7,6 +7,7 @@
 //! documents; the only thing it writes is operator-issued production keys.
 
 pub mod app;
+pub mod conditional;
 pub mod config;
 pub mod errors;
 pub mod keys;

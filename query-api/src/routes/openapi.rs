@@ -19,11 +19,11 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use utoipa::OpenApi;
-use utoipa::openapi::path::{Operation, ParameterBuilder};
+use utoipa::openapi::path::{Operation, ParameterBuilder, ParameterIn};
 use utoipa::openapi::response::{Response as ResponseObject, ResponseBuilder};
 use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
-use utoipa::openapi::{Content, Header, RefOr, Server};
+use utoipa::openapi::{Content, Header, RefOr, Required, Server};
 
 use super::ClientAddress;
 use crate::app::{App, BASE_PATH, Settings, with_rate_headers};
@@ -127,6 +127,9 @@ pub fn complete(paths: utoipa::openapi::OpenApi, settings: &Settings) -> utoipa:
     );
     let examples = examples();
     for item in document.paths.paths.values_mut() {
+        if let Some(operation) = item.get.as_mut() {
+            add_conditional_requests(operation);
+        }
         for operation in [&mut item.get, &mut item.post].into_iter().flatten() {
             add_common_responses(operation);
             add_response_headers(operation);
@@ -179,6 +182,44 @@ fn add_common_responses(operation: &mut Operation) {
         .entry("500".into())
         .or_insert_with(|| problem_response("An unexpected failure; the body carries no internals."));
     responses.entry("503".into()).or_insert_with(|| problem_response("The read model is unavailable; retry shortly."));
+}
+
+fn string_header(description: &str) -> Header {
+    let mut header = Header::new(RefOr::T(Schema::Object(ObjectBuilder::new().schema_type(Type::String).build())));
+    header.description = Some(description.to_owned());
+    header
+}
+
+/// What `crate::conditional` adds to every `GET`: `If-None-Match`, a `304`,
+/// and the tag and caching headers of its `200`.
+fn add_conditional_requests(operation: &mut Operation) {
+    let if_none_match = ParameterBuilder::new()
+        .name("If-None-Match")
+        .parameter_in(ParameterIn::Header)
+        .required(Required::False)
+        .description(Some("Tags of answers the client holds; when one is current the answer is 304 with no body."))
+        .schema(Some(ObjectBuilder::new().schema_type(Type::String)))
+        .build();
+    operation.parameters.get_or_insert_with(Vec::new).push(if_none_match);
+    let responses = &mut operation.responses.responses;
+    if let Some(RefOr::T(ok)) = responses.get_mut("200") {
+        ok.headers.entry("ETag".into()).or_insert_with(|| {
+            string_header("A strong tag of this representation for this kind of key; send it in `If-None-Match`.")
+        });
+        ok.headers.entry("Cache-Control".into()).or_insert_with(|| {
+            string_header(
+                "`private, no-cache` for keyed answers, `public, no-cache` for keyless ones: revalidate before reuse.",
+            )
+        });
+        ok.headers.entry("Vary".into()).or_insert_with(|| string_header("`accept, x-api-key`."));
+    }
+    let mut not_modified = ResponseBuilder::new()
+        .description(
+            "The client's copy is current (its tag was in `If-None-Match`); no body. It counts against the rate limit.",
+        )
+        .build();
+    not_modified.headers.insert("ETag".into(), string_header("The current tag."));
+    responses.entry("304".into()).or_insert_with(|| not_modified.into());
 }
 
 fn integer_header(description: &str) -> Header {

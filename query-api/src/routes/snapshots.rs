@@ -21,6 +21,7 @@ use utoipa::ToSchema;
 use super::json_of;
 use super::parameters::{PathParameters, SnapshotFilePath, SnapshotPath};
 use crate::app::{App, BASE_PATH};
+use crate::conditional::names_tag;
 use crate::errors::ApiError;
 use crate::keys::Scope;
 use crate::snapshots::manifest::{Manifest, ManifestFile, NDJSON_GZ};
@@ -145,6 +146,9 @@ pub async fn file(
             .file(granted.audience(), &path.snapshot_id, &path.name)
             .ok_or_else(|| ApiError::NotFound(format!("no file {} in snapshot {}", path.name, path.snapshot_id)))?;
         let etag = format!("\"{}\"", file.sha256);
+        if headers.get(header::IF_NONE_MATCH).is_some_and(|condition| names_tag(condition, &etag)) {
+            return not_modified(&etag);
+        }
         let if_range_matches = headers.get(header::IF_RANGE).is_none_or(|value| value.as_bytes() == etag.as_bytes());
         let range = match headers.get(header::RANGE).and_then(|value| value.to_str().ok()) {
             Some(text) if if_range_matches => requested_range(text, file.bytes)?,
@@ -153,6 +157,13 @@ pub async fn file(
         serve_file(location, &file, &etag, range).await
     })
     .await
+}
+
+/// `304` for a file the client holds.
+fn not_modified(etag: &str) -> Result<Response, ApiError> {
+    let mut response = StatusCode::NOT_MODIFIED.into_response();
+    response.headers_mut().insert(header::ETAG, HeaderValue::from_str(etag).map_err(|_| ApiError::Internal)?);
+    Ok(response)
 }
 
 /// The one byte range `text` asks for, as (first, last) inclusive; `None`
