@@ -52,6 +52,9 @@ pub struct App {
     pub metrics: Arc<crate::metrics::Metrics>,
     /// The catalogue snapshots served under `/bulk/snapshots`.
     pub snapshots: crate::snapshots::SnapshotLibrary,
+    /// The calendar time of answers computed at request time (a remaining
+    /// term, a verification date): the system's, or a manual one in tests.
+    pub clock: read_model::clock::Clock,
     /// The served OpenAPI document, serialized by `routes::router` the first
     /// time it builds the router for this state (it depends on the settings).
     pub openapi_document: OnceLock<Bytes>,

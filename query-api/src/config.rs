@@ -115,6 +115,7 @@ impl ServeConfig {
                 oai_admin_email: self.oai_admin_email.clone(),
             },
             snapshots: self.snapshot_library(data_dir),
+            clock: read_model::clock::Clock::system(),
             openapi_document: Default::default(),
         }))
     }

@@ -100,7 +100,7 @@ pub async fn evidence(
     app.answer_authorized(&headers, Scope::EvidenceRead, Some(&lcc_id), async |_| {
         let body = work_document(&app, DocumentKind::Evidence, &lcc_id).await?;
         let inputs: EvidenceInputs = decode(&body)?;
-        let now = Timestamp::now();
+        let now = Timestamp(app.clock.unix_ms());
         let package = EvidencePackage {
             public_lookup_url: app.public_url(&format!("/rights/{lcc_id}")),
             lcc_id: inputs.lcc_id,

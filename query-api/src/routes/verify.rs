@@ -139,7 +139,7 @@ pub async fn verify(
             .transpose()?;
         let body = work_document(&app, DocumentKind::Verification, &lcc_id).await?;
         let inputs: VerificationInputs = decode(&body)?;
-        let today = Date::of(Timestamp::now());
+        let today = Date::of(Timestamp(app.clock.unix_ms()));
         let checks = checks(&inputs, today, file_sha256.as_deref());
         let result = VerificationResult {
             verified: checks.iter().all(|check| check.passed),

@@ -60,6 +60,7 @@ fn app(
     production_keys: Arc<ProductionKeys>,
     environment: Environment,
     behind_proxy: bool,
+    clock: read_model::clock::Clock,
 ) -> Arc<App> {
     Arc::new(App {
         store: Arc::new(store.clone()),
@@ -76,6 +77,7 @@ fn app(
             oai_admin_email: "registry@example.org".into(),
         },
         snapshots: query_api::snapshots::SnapshotLibrary::new(store.directory().join("snapshots")),
+        clock,
         openapi_document: Default::default(),
     })
 }
@@ -101,18 +103,29 @@ impl Service {
         }
         let keys = ProductionKeys::start(Arc::new(store.clone()));
         let (full_key, _) = keys.issue("Everything Ltd", Scopes::all(), 100_000).await.expect("issue");
-        let app = app(&store, keys, Environment::Development, false);
+        let app = app(&store, keys, Environment::Development, false, read_model::clock::Clock::system());
         Service { directory, app, store, full_key }
     }
 
     /// Another instance of the service over the same store and keys, in `environment`.
     pub fn in_environment(&self, environment: Environment) -> Arc<App> {
-        app(&self.store, Arc::clone(&self.app.production_keys), environment, false)
+        app(&self.store, Arc::clone(&self.app.production_keys), environment, false, read_model::clock::Clock::system())
     }
 
     /// Another instance of the service that trusts `X-Forwarded-For`, as behind the compose load balancer.
     pub fn behind_a_proxy(&self) -> Arc<App> {
-        app(&self.store, Arc::clone(&self.app.production_keys), Environment::Development, true)
+        app(
+            &self.store,
+            Arc::clone(&self.app.production_keys),
+            Environment::Development,
+            true,
+            read_model::clock::Clock::system(),
+        )
+    }
+
+    /// Another instance of the service whose calendar is `clock` (a manual one the test moves).
+    pub fn with_clock(&self, clock: read_model::clock::Clock) -> Arc<App> {
+        app(&self.store, Arc::clone(&self.app.production_keys), Environment::Development, false, clock)
     }
 
     pub async fn issue_key(&self, scopes: &[Scope], rate_limit: u32) -> String {
