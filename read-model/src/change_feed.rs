@@ -166,6 +166,17 @@ pub struct ChangeFeedBounds {
     pub newest: Option<FeedPosition>,
 }
 
+impl ChangeFeedBounds {
+    /// Where a reader that has every change of the audience so far
+    /// continues: after its newest change, or after the horizon when that is
+    /// later (retention in the other audience moved it), so that the
+    /// position is never behind the horizon.
+    pub fn continue_from(&self) -> FeedPosition {
+        let horizon = FeedPosition { sequence: self.horizon, lcc_id: String::new() };
+        self.newest.clone().filter(|newest| *newest > horizon).unwrap_or(horizon)
+    }
+}
+
 /// A cursor as clients hold it: a position of one audience's feed in one
 /// model version, encoded URL-safe.
 #[derive(Debug, Clone, PartialEq, Eq)]

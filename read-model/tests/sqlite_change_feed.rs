@@ -154,3 +154,41 @@ async fn a_cursor_past_the_newest_change_is_not_a_position_of_this_feed() {
     assert_eq!(read(&store, Some(beyond)).await, ChangesRead::Gone(ChangeFeedGone::Purged));
     assert_eq!(described(&read(&store, Some(page.next)).await), [], "the newest position continues, empty");
 }
+
+#[tokio::test]
+async fn a_quiet_audiences_cursor_moves_with_the_feed_while_its_client_polls() {
+    let (_directory, store, clock) = store_with_clock().await;
+    write(&store, &[("SANDBOX-LCC-S", Some("s1")), ("LCC-A", Some("a1"))]).await;
+    let sandbox = |after: Option<FeedPosition>| {
+        let query = ChangeQuery {
+            audience: Audience::Sandbox,
+            after: after.map(|position| (V1, position)),
+            until_sequence: None,
+            limit: 100,
+            latest_only: false,
+        };
+        let store = store.clone();
+        async move { store.changes(&query).await.expect("read") }
+    };
+    let ChangesRead::Page(first) = sandbox(None).await else { panic!("gone") };
+    assert_eq!(first.items.len(), 1);
+    let polled_at_start = first.next.clone();
+    clock.advance(DAY * 15);
+    write(&store, &[("LCC-A", Some("a2"))]).await;
+    let ChangesRead::Page(fortnight) = sandbox(Some(polled_at_start.clone())).await else { panic!("gone") };
+    assert!(fortnight.items.is_empty());
+    assert!(fortnight.next > polled_at_start, "caught up, the cursor moves to the feed's newest change");
+    clock.advance(RETENTION + DAY);
+    write(&store, &[("LCC-A", Some("a3"))]).await;
+    clock.advance(DAY * 15);
+    write(&store, &[("LCC-A", Some("a4"))]).await;
+    assert!(
+        matches!(sandbox(Some(fortnight.next.clone())).await, ChangesRead::Page(_)),
+        "a client that polls keeps its place"
+    );
+    assert_eq!(
+        sandbox(Some(polled_at_start)).await,
+        ChangesRead::Gone(ChangeFeedGone::Purged),
+        "one silent for longer than the retention starts again"
+    );
+}

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use flate2::Compression;
 use flate2::write::GzEncoder;
 use read_model::calendar::Timestamp;
-use read_model::change_feed::{FeedCursor, FeedPosition};
+use read_model::change_feed::FeedCursor;
 use read_model::{Audience, Body, BulkKey, DocumentReads, ModelVersion};
 use tokio::sync::mpsc;
 
@@ -50,8 +50,7 @@ pub async fn cut_snapshot(
     rows_per_file: u64,
 ) -> Result<Manifest, SnapshotError> {
     let bounds = store.change_feed_bounds(audience).await?;
-    let position = bounds.newest.clone().unwrap_or(FeedPosition { sequence: bounds.horizon, lcc_id: String::new() });
-    let cursor = FeedCursor { model_version: bounds.model_version, audience, position };
+    let cursor = FeedCursor { model_version: bounds.model_version, audience, position: bounds.continue_from() };
     let created_at = Timestamp::now();
     let snapshot_id = snapshot_id(created_at, bounds.model_version);
     let partial = library.partial_directory(audience, &snapshot_id);

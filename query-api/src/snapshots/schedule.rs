@@ -73,9 +73,10 @@ pub async fn cut_if_due(
     running_for: Duration,
 ) -> Result<Option<String>, SnapshotError> {
     let bounds = store.change_feed_bounds(audience).await?;
-    let Some(newest) = bounds.newest else { return Ok(None) };
+    let Some(newest) = bounds.newest.clone() else { return Ok(None) };
     let latest = schedule.library.latest(audience);
-    let current = FeedCursor { model_version: bounds.model_version, audience, position: newest.clone() }.encode();
+    let current =
+        FeedCursor { model_version: bounds.model_version, audience, position: bounds.continue_from() }.encode();
     if latest.as_ref().is_some_and(|manifest| manifest.changes_cursor == current) {
         return Ok(None);
     }

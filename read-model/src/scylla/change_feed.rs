@@ -246,6 +246,12 @@ impl<'a> VersionFeed<'a> {
                 break;
             }
         }
+        if items.len() < wanted && !query.latest_only && query.until_sequence.is_none() && !settle.is_zero() {
+            // Caught up to the settled moment: nothing of the audience lands
+            // before it any more, so the cursor moves there, and a quiet
+            // audience's cursor does not fall behind the horizon.
+            after = after.max(FeedPosition { sequence: until, lcc_id: String::new() });
+        }
         Ok(ChangesRead::Page(ChangePage { model_version: version, items, next: after }))
     }
 

@@ -161,7 +161,16 @@ pub(super) fn changes(
         )
         .map_err(from_sqlite)?;
     let items = rows.collect::<Result<Vec<ChangeItem>, _>>().map_err(from_sqlite)?;
-    let next = items.last().map_or(after, |item| item.position.clone());
+    let mut next = items.last().map_or(after, |item| item.position.clone());
+    if items.len() < query.limit as usize && query.until_sequence.is_none() && !query.latest_only {
+        // Caught up: the audience has nothing up to the feed's newest change,
+        // so the cursor moves there, and a quiet audience's cursor does not
+        // fall behind the horizon that the other audience's retention moves.
+        let newest: Option<i64> =
+            connection.query_row("SELECT max(sequence) FROM change_feed", [], |row| row.get(0)).map_err(from_sqlite)?;
+        let end = FeedPosition { sequence: newest.unwrap_or(0).max(state.horizon), lcc_id: String::new() };
+        next = next.max(end);
+    }
     Ok(ChangesRead::Page(ChangePage { model_version: version, items, next }))
 }
 
