@@ -10,7 +10,8 @@
 # API runs twice, with its document cache (the default) and without it
 # (`--document-cache-mib 0`: every lookup reads SQLite). Each round also
 # sends batches of 100 identifiers (`POST /rights/lookup`) to the cached
-# API, and profiles per second of batches are compared with single lookups. The three servers
+# API (`BENCH_BATCH=100`), and profiles per second of batches are compared
+# with single lookups. The three servers
 # are measured in alternation (API, API without cache, ceiling, API, ...)
 # and the median round of each is reported, because back-to-back runs on
 # these machines vary by up to 30%. wrk, the service and the ceiling share the
@@ -81,7 +82,7 @@ wait_for "http://127.0.0.1:$ceiling_port/"
 
 load() {
     wrk --threads 2 --connections "$connections" --duration "${seconds}s" --latency \
-        --script "${3:-scripts/bench/rights-lookups.lua}" "$1" >"$2"
+        --script scripts/bench/rights-lookups.lua "$1" >"$2"
 }
 # Warm both (page cache, memory maps, connections) before measuring.
 for port in "$api_port" "$uncached_port" "$ceiling_port"; do
@@ -93,7 +94,7 @@ for round in 1 2 3; do
     load "http://127.0.0.1:$api_port" "$work_directory/api-$round.txt"
     load "http://127.0.0.1:$uncached_port" "$work_directory/uncached-$round.txt"
     load "http://127.0.0.1:$ceiling_port" "$work_directory/ceiling-$round.txt"
-    load "http://127.0.0.1:$api_port" "$work_directory/batch-$round.txt" scripts/bench/rights-batch-lookups.lua
+    BENCH_BATCH=100 load "http://127.0.0.1:$api_port" "$work_directory/batch-$round.txt"
 done
 
 curl -s "http://127.0.0.1:$api_admin_port/metrics" >"$work_directory/api-metrics.txt"

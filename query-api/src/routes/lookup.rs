@@ -14,7 +14,7 @@ use std::sync::Arc;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use read_model::documents::RightsProfile;
 use read_model::identifiers::{SANDBOX_PREFIX, display_iswc, normalize_isrc, normalize_iswc};
@@ -24,7 +24,7 @@ use serde_json::value::RawValue;
 use utoipa::ToSchema;
 
 use super::rights::profiles_under;
-use super::{MAX_BODY_BYTES, json_of, stored_json, stored_json_list, work_document};
+use super::{json_body, json_of, stored_json, stored_json_list, work_document};
 use crate::app::{App, BASE_PATH};
 use crate::errors::{ApiError, Problem};
 use crate::keys::{KeyKind, Scope};
@@ -103,17 +103,7 @@ impl LookupRequest {
 
 /// The identifiers of a body, or why the body is refused.
 fn read_body(headers: &HeaderMap, body: Result<Bytes, BytesRejection>) -> Result<Vec<Identifier>, ApiError> {
-    let content_type = headers.get(header::CONTENT_TYPE).and_then(|value| value.to_str().ok()).unwrap_or_default();
-    if !content_type.split(';').next().unwrap_or_default().trim().eq_ignore_ascii_case("application/json") {
-        return Err(ApiError::UnsupportedMediaType);
-    }
-    let body = body.map_err(|rejection| {
-        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::PayloadTooLarge(MAX_BODY_BYTES)
-        } else {
-            ApiError::InvalidParameter("the request body could not be read".into())
-        }
-    })?;
+    let body = json_body(headers, body)?;
     let request: LookupRequest = serde_json::from_slice(&body).map_err(|error| {
         ApiError::InvalidParameter(format!(
             "the body must be a JSON object with arrays of strings lccIds, iswcs and isrcs: {error}"

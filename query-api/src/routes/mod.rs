@@ -27,6 +27,8 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use axum::Router;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
 use axum::extract::{ConnectInfo, DefaultBodyLimit, FromRequestParts, Request};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -92,6 +94,26 @@ async fn unknown_route(request: Request) -> ApiError {
 
 async fn method_not_allowed(request: Request) -> ApiError {
     ApiError::MethodNotAllowed(request.method().to_string())
+}
+
+/// A request body, once it is known to be `application/json` and within
+/// [`MAX_BODY_BYTES`]; otherwise the problem that says which it is not.
+pub(crate) fn json_body(headers: &HeaderMap, body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
+    let content_type = headers.get(header::CONTENT_TYPE).and_then(|value| value.to_str().ok()).unwrap_or_default();
+    let media_type = content_type.split(';').next().unwrap_or_default().trim();
+    if !media_type.eq_ignore_ascii_case("application/json") {
+        return Err(ApiError::UnsupportedMediaType);
+    }
+    body.map_err(|rejection| body_problem(&rejection))
+}
+
+/// The problem of a body that could not be read.
+pub(crate) fn body_problem(rejection: &BytesRejection) -> ApiError {
+    if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        ApiError::PayloadTooLarge(MAX_BODY_BYTES)
+    } else {
+        ApiError::InvalidParameter("the request body could not be read".into())
+    }
 }
 
 /// A JSON response from bytes that are already JSON.

@@ -81,10 +81,7 @@ pub async fn oai_post(
 ) -> Response {
     match body {
         Ok(body) => answer(app, client, arguments::parse(&body), headers).await,
-        Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
-            ApiError::PayloadTooLarge(super::MAX_BODY_BYTES).into_response()
-        }
-        Err(_) => ApiError::InvalidParameter("the request body could not be read".into()).into_response(),
+        Err(rejection) => super::body_problem(&rejection).into_response(),
     }
 }
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use read_model::calendar::Timestamp;
 use read_model::documents::SandboxFixture;
@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use utoipa::ToSchema;
 
-use super::{ClientAddress, MAX_BODY_BYTES, json_of, stored_json_list};
+use super::{ClientAddress, json_body, json_of, stored_json_list};
 use crate::app::{App, BASE_PATH, with_rate_headers};
 use crate::errors::ApiError;
 
@@ -116,18 +116,7 @@ pub async fn register(
         Err(refused) => return refused,
     };
     let result = (|| {
-        let content_type = headers.get(header::CONTENT_TYPE).and_then(|value| value.to_str().ok()).unwrap_or_default();
-        let media_type = content_type.split(';').next().unwrap_or_default().trim();
-        if !media_type.eq_ignore_ascii_case("application/json") {
-            return Err(ApiError::UnsupportedMediaType);
-        }
-        let body = body.map_err(|rejection| {
-            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::PayloadTooLarge(MAX_BODY_BYTES)
-            } else {
-                ApiError::InvalidParameter("the request body could not be read".into())
-            }
-        })?;
+        let body = json_body(&headers, body)?;
         let registration: Registration = serde_json::from_slice(&body).map_err(|error| {
             ApiError::InvalidParameter(format!("the body must be a JSON object with one string field, email: {error}"))
         })?;
