@@ -67,19 +67,30 @@ impl<'a> VersionFeed<'a> {
     /// The writes that append a batch's bulk-row writes to the feed, from
     /// `first_sequence` on: the change, its day, and the work's head.
     pub(super) fn append(&self, rows: &'a [KeyedWrite], first_sequence: i64) -> Result<Vec<Request<'a>>, StoreError> {
-        let mut requests = Vec::with_capacity(rows.len() * 3);
+        let (session, statements) = (self.session, self.statements);
+        let mut requests = Vec::with_capacity(rows.len() * 2 + 2);
+        let mut days = std::collections::BTreeSet::new();
         for (index, write) in rows.iter().enumerate() {
             let sequence = first_sequence + index as i64;
             let audience = Audience::of(&write.key).code();
             let timestamp = timestamps::of_write_version(write.version);
             let version = timestamp;
             let values = (audience, day_of(sequence), sequence, &write.key, version, &write.body, timestamp);
-            let (session, statements) = (self.session, self.statements);
             requests.push(write_request(session, statements, ModelStatement::InsertChange, values)?);
-            let day = (audience, day_of(sequence), timestamp);
-            requests.push(write_request(session, statements, ModelStatement::InsertChangeDay, day)?);
             let head = (&write.key, audience, sequence, timestamp);
             requests.push(write_request(session, statements, ModelStatement::UpsertChangeHead, head)?);
+            days.insert((audience, day_of(sequence)));
+        }
+        // A day is listed once per batch; the listing has no version of its
+        // own, so it carries the day's first sequence, which never changes.
+        for (audience, day) in days {
+            let timestamp = sequence_of_millisecond(day * DAY_MS);
+            requests.push(write_request(
+                session,
+                statements,
+                ModelStatement::InsertChangeDay,
+                (audience, day, timestamp),
+            )?);
         }
         Ok(requests)
     }
