@@ -13,6 +13,7 @@ pub mod errors;
 pub mod keys;
 pub mod metrics;
 pub mod oai;
+pub mod provenance_chain;
 pub mod rate_limit;
 pub mod request_tracing;
 pub mod routes;

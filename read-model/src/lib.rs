@@ -12,6 +12,7 @@ mod active_version_cache;
 pub mod api_keys;
 pub mod bulk;
 pub mod calendar;
+pub mod canonical_json;
 pub mod change_feed;
 pub mod clock;
 #[cfg(feature = "conformance")]

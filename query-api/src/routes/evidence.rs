@@ -14,10 +14,12 @@ use read_model::documents::{
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use super::metadata::chained_provenance;
 use super::parameters::{PathParameters, WorkPath};
 use super::{decode, json_of, work_document};
 use crate::app::{App, BASE_PATH};
 use crate::keys::Scope;
+use crate::provenance_chain::ChainHead;
 
 /// The answer of `GET /rights/{lccId}/evidence`.
 #[derive(Debug, Serialize, ToSchema)]
@@ -35,6 +37,9 @@ pub struct EvidencePackage {
     pub certificate: Option<CertificateRecord>,
     /// Where anyone can check the record independently.
     pub public_lookup_url: String,
+    /// The head of the work's provenance chain (`/rights/{lccId}/provenance`)
+    /// when the package was generated: a later provenance must extend it.
+    pub provenance_chain: ChainHead,
     pub generated_at: Timestamp,
 }
 
@@ -100,6 +105,7 @@ pub async fn evidence(
     app.answer_authorized(&headers, Scope::EvidenceRead, Some(&lcc_id), async |_| {
         let body = work_document(&app, DocumentKind::Evidence, &lcc_id).await?;
         let inputs: EvidenceInputs = decode(&body)?;
+        let (_, provenance_chain) = chained_provenance(&app, &lcc_id).await?;
         let now = Timestamp(app.clock.unix_ms());
         let package = EvidencePackage {
             public_lookup_url: app.public_url(&format!("/rights/{lcc_id}")),
@@ -113,6 +119,7 @@ pub async fn evidence(
             dispute_status: inputs.dispute_status,
             disputes: inputs.disputes,
             certificate: inputs.certificate,
+            provenance_chain,
             generated_at: now,
         };
         json_of(StatusCode::OK, &package)

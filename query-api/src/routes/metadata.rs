@@ -9,14 +9,15 @@ use axum::response::{IntoResponse, Response};
 use read_model::DocumentKind;
 use read_model::documents::{DublinCoreRecord, ProvenanceEntry};
 use serde::Serialize;
-use serde_json::value::RawValue;
 use utoipa::ToSchema;
 
 use super::parameters::{PathParameters, WorkPath};
-use super::{decode, json, json_of, stored_json_list, work_document};
+use super::{decode, json, json_of, work_document};
 use crate::app::{App, BASE_PATH};
+use crate::errors::ApiError;
 use crate::keys::Scope;
 use crate::oai::xml::oai_dc_element;
+use crate::provenance_chain::{ChainHead, chain};
 
 fn wants_xml(headers: &HeaderMap) -> bool {
     headers
@@ -35,9 +36,23 @@ pub fn oai_dc_xml(record: &DublinCoreRecord) -> String {
 #[serde(rename_all = "camelCase")]
 pub struct Provenance {
     pub lcc_id: String,
-    /// Every change applied to the record, oldest first.
-    #[schema(value_type = Vec<ProvenanceEntry>)]
-    pub entries: Vec<Box<RawValue>>,
+    /// Every change applied to the record, oldest first, each with its `chainHash`.
+    #[schema(value_type = Vec<ChainedProvenanceEntry>)]
+    pub entries: Vec<serde_json::Value>,
+    /// The newest entry's `chainHash` and the number of entries.
+    pub chain: ChainHead,
+}
+
+/// A provenance entry with its place in the chain (the served entries' schema).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ChainedProvenanceEntry {
+    #[serde(flatten)]
+    pub entry: ProvenanceEntry,
+    /// SHA-256 (hexadecimal) of the previous entry's `chainHash` (64 zeros
+    /// before the first) followed by this entry's RFC 8785 canonical JSON
+    /// without `chainHash`.
+    pub chain_hash: String,
 }
 
 /// `GET /rights/{lccId}/metadata`.
@@ -85,7 +100,7 @@ pub async fn metadata(
     operation_id = "getProvenance",
     tag = "Metadata",
     summary = "Provenance of a work's record",
-    description = "How the record was formed: each change applied to it, when it occurred and was recorded, from which source system, and which public fields it set.",
+    description = "How the record was formed: each change applied to it, when it occurred and was recorded, from which source system, and which public fields it set. Each entry carries `chainHash`, a SHA-256 over the previous entry's hash and its own RFC 8785 canonical JSON, and `chain` names the newest hash and the length: a holder of an earlier answer checks that this one extends it.",
     params(WorkPath),
     responses(
         (status = 200, description = "The applied changes, oldest first.", body = Provenance),
@@ -100,10 +115,21 @@ pub async fn provenance(
 ) -> Response {
     app.answer_authorized(&headers, Scope::MetadataRead, Some(&lcc_id), async |_| {
         work_document(&app, DocumentKind::RightsProfile, &lcc_id).await?;
-        let entries = stored_json_list(app.store.provenance(&lcc_id).await?)?;
-        json_of(StatusCode::OK, &Provenance { lcc_id: lcc_id.clone(), entries })
+        let (entries, chain) = chained_provenance(&app, &lcc_id).await?;
+        json_of(StatusCode::OK, &Provenance { lcc_id: lcc_id.clone(), entries, chain })
     })
     .await
+}
+
+/// A work's provenance with its chain.
+pub(crate) async fn chained_provenance(
+    app: &App,
+    lcc_id: &str,
+) -> Result<(Vec<serde_json::Value>, ChainHead), ApiError> {
+    chain(&app.store.provenance(lcc_id).await?).ok_or_else(|| {
+        tracing::error!(lcc_id, "a stored provenance entry is not a JSON object");
+        ApiError::Internal
+    })
 }
 
 #[cfg(test)]

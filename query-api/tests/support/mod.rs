@@ -39,6 +39,10 @@ pub struct Service {
 }
 
 async fn project(store: &SqliteStore, events: &Path, dead_letters: &Path) {
+    project_into(store, ModelVersion(1), events, dead_letters).await;
+}
+
+async fn project_into(store: &SqliteStore, version: ModelVersion, events: &Path, dead_letters: &Path) {
     let source = FileSource::new(events, Arc::new(Contract::load().expect("contract")));
     let letters = DeadLetterFile::open(dead_letters).expect("dead letters");
     let options = RunOptions {
@@ -50,9 +54,7 @@ async fn project(store: &SqliteStore, events: &Path, dead_letters: &Path) {
         render_deferral: RenderDeferral::DEFAULT,
     };
     let store: Arc<dyn Store> = Arc::new(store.clone());
-    run_file_source(store, ModelVersion(1), source, letters, options, std::future::pending())
-        .await
-        .expect("projection");
+    run_file_source(store, version, source, letters, options, std::future::pending()).await.expect("projection");
 }
 
 fn app(
@@ -149,6 +151,20 @@ impl Service {
         }
         let response = self.send(request.body(Body::empty()).expect("request")).await;
         split(response).await
+    }
+
+    /// Projects the same sandbox and production events into a new model
+    /// version, as `projector rebuild` does, and activates it.
+    pub async fn rebuild_into(&self, version: ModelVersion) {
+        self.store.create_model_version(version).await.expect("create");
+        let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace").to_path_buf();
+        let letters = self.directory.path().join(format!("rebuild-{version}"));
+        std::fs::create_dir_all(&letters).expect("dead letters");
+        project_into(&self.store, version, &workspace.join("schemas/fixtures/sandbox"), &letters.join("sandbox.jsonl"))
+            .await;
+        project_into(&self.store, version, &self.directory.path().join("events"), &letters.join("production.jsonl"))
+            .await;
+        self.store.activate_model_version(version).await.expect("activate");
     }
 
     /// A production work id that exists in the store.

@@ -20,6 +20,7 @@ mod module_imports;
 mod operator_keys;
 mod ops_files;
 mod personal_data;
+mod provenance_chain;
 mod rate_limit_flood;
 mod sandbox_fixtures;
 mod service;
