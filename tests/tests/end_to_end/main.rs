@@ -7,6 +7,7 @@ mod api_access;
 mod api_conformance;
 mod catalogue_copy;
 mod concurrent_readers;
+mod conditional_requests;
 mod crash_and_resume;
 mod dead_letters;
 mod deployment_files;
