@@ -4,7 +4,8 @@
 //! in [`app`] and [`keys`]), rate limits ([`rate_limit`]) and the error
 //! boundary ([`errors`]), and a span per request ([`request_tracing`]). It
 //! reads documents through `read_model::DocumentReads` only, and never decodes Avro or writes
-//! documents; the only thing it writes is operator-issued production keys.
+//! documents; the only things it writes are operator-issued production keys,
+//! catalogue snapshots and its signing keyring ([`signing`]).
 
 pub mod app;
 pub mod conditional;
@@ -18,4 +19,5 @@ pub mod rate_limit;
 pub mod request_tracing;
 pub mod routes;
 pub mod server;
+pub mod signing;
 pub mod snapshots;

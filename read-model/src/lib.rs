@@ -10,6 +10,7 @@
 
 mod active_version_cache;
 pub mod api_keys;
+pub mod base64url;
 pub mod bulk;
 pub mod calendar;
 pub mod canonical_json;
