@@ -102,7 +102,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     telemetry::listening::announce(&[("public", listener.local_addr()?), ("admin", admin.local_addr()?)]);
     let admin_server =
         tokio::spawn(query_api::server::run_admin(admin, Arc::clone(&app), wait_for_stop(stopped.clone())));
-    let snapshots = cli.serve.snapshot_schedule(&cli.data_dir).map(|schedule| {
+    let snapshots = cli.serve.snapshot_schedule(&cli.data_dir, &app.signer).map(|schedule| {
         tokio::spawn(run_snapshot_schedule(Arc::clone(&app.store), schedule, wait_for_stop(stopped.clone())))
     });
     let server = tokio::spawn(query_api::server::run(listener, app, wait_for_stop(stopped)));

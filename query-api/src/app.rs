@@ -50,6 +50,8 @@ pub struct App {
     pub rate_limits: RateLimits,
     pub settings: Settings,
     pub metrics: Arc<crate::metrics::Metrics>,
+    /// Signs evidence packages and publishes the key sets at `/keys`.
+    pub signer: Arc<crate::signing::Signer>,
     /// The catalogue snapshots served under `/bulk/snapshots`.
     pub snapshots: crate::snapshots::SnapshotLibrary,
     /// The calendar time of answers computed at request time (a remaining

@@ -10,13 +10,23 @@
 //! new tag exactly when its content changes. A 304 has passed the access
 //! guard like any answer, so it counts against the rate limit.
 //!
+//! An answer stamped with the instant it was issued (an evidence package's
+//! signed `generatedAt`) differs in its bytes at every issue, so a strong
+//! tag would never match: its handler gives the layer what the answer
+//! states without the instant ([`StatedContent`]), and the layer tags that
+//! with a weak tag (RFC 9110, section 8.8.1), which `If-None-Match` matches.
+//!
+//! Where a handler gives `Last-Modified` (a date after which the answer has
+//! not changed), `If-Modified-Since` answers 304 too, unless the request
+//! also has `If-None-Match`, which takes precedence (RFC 9110, 13.2.2).
+//!
 //! Answers streamed from disk (snapshot files) carry their own tag and
 //! handle their conditions themselves; this layer leaves any answer that
 //! already has a tag alone.
 
 use std::hash::{BuildHasher, Hasher};
 
-use axum::body::Body;
+use axum::body::{Body, Bytes};
 use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
@@ -32,12 +42,18 @@ const VARY: &str = "accept, x-api-key";
 const KEYED_CACHE_CONTROL: &str = "private, no-cache";
 const KEYLESS_CACHE_CONTROL: &str = "public, no-cache";
 
+/// What an answer stamped with its issue instant states without it: the
+/// bytes its weak tag is computed over.
+#[derive(Debug, Clone)]
+pub struct StatedContent(pub Bytes);
+
 /// Adds the tag to a `GET` answer, and answers 304 when the client holds it.
 pub async fn conditional(request: Request, next: Next) -> Response {
     if request.method() != Method::GET {
         return next.run(request).await;
     }
     let if_none_match = request.headers().get(header::IF_NONE_MATCH).cloned();
+    let if_modified_since = request.headers().get(header::IF_MODIFIED_SINCE).cloned();
     let key_kind = key_kind(request.headers());
     let response = next.run(request).await;
     if response.status() != StatusCode::OK || response.headers().contains_key(header::ETAG) {
@@ -49,14 +65,24 @@ pub async fn conditional(request: Request, next: Next) -> Response {
     };
     let bytes = collected.to_bytes();
     let content_type = parts.headers.get(header::CONTENT_TYPE).map(HeaderValue::as_bytes).unwrap_or_default();
-    let tag = entity_tag(key_kind, content_type, &bytes);
+    let tag = match parts.extensions.remove::<StatedContent>() {
+        Some(StatedContent(stated)) => format!("W/{}", entity_tag(key_kind, content_type, &stated)),
+        None => entity_tag(key_kind, content_type, &bytes),
+    };
     let cache_control = if key_kind == KeyKind::None { KEYLESS_CACHE_CONTROL } else { KEYED_CACHE_CONTROL };
-    parts.headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache_control));
+    if !parts.headers.contains_key(header::CACHE_CONTROL) {
+        parts.headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache_control));
+    }
     parts.headers.insert(header::VARY, HeaderValue::from_static(VARY));
     if let Ok(value) = HeaderValue::from_str(&tag) {
         parts.headers.insert(header::ETAG, value);
     }
-    if if_none_match.as_ref().is_some_and(|condition| names_tag(condition, &tag)) {
+    let not_modified = match (&if_none_match, &if_modified_since) {
+        (Some(condition), _) => names_tag(condition, &tag),
+        (None, Some(since)) => unmodified_since(parts.headers.get(header::LAST_MODIFIED), since),
+        (None, None) => false,
+    };
+    if not_modified {
         parts.status = StatusCode::NOT_MODIFIED;
         parts.headers.remove(header::CONTENT_TYPE);
         parts.headers.remove(header::CONTENT_LENGTH);
@@ -98,7 +124,19 @@ fn entity_tag(key_kind: KeyKind, content_type: &[u8], body: &[u8]) -> String {
 /// 9110 asks for this header), or is `*`.
 pub(crate) fn names_tag(condition: &HeaderValue, tag: &str) -> bool {
     let Ok(text) = condition.to_str() else { return false };
+    let tag = tag.trim_start_matches("W/");
     text.split(',').map(str::trim).any(|candidate| candidate == "*" || candidate.trim_start_matches("W/") == tag)
+}
+
+/// Whether an answer last modified at `last_modified` is unchanged since
+/// the `If-Modified-Since` date; an answer without a date, or a date that
+/// does not parse, is not.
+pub(crate) fn unmodified_since(last_modified: Option<&HeaderValue>, since: &HeaderValue) -> bool {
+    let parse = |value: &HeaderValue| value.to_str().ok().and_then(crate::http_date::parse);
+    match (last_modified.and_then(parse), parse(since)) {
+        (Some(modified), Some(since)) => modified <= since,
+        _ => false,
+    }
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ use crate::keys::sandbox::SandboxKeys;
 use crate::keys::sandbox::secret_kept_in;
 use crate::metrics::{MeteredReads, Metrics};
 use crate::rate_limit::RateLimits;
+use crate::signing::{KeyringSource, Signer, keyring_kept_in};
 use crate::snapshots::{DEFAULT_ROWS_PER_FILE, SnapshotLibrary, SnapshotSchedule};
 
 #[derive(Debug, Clone, clap::Args)]
@@ -66,6 +67,53 @@ pub struct ServeConfig {
     /// The most rows a snapshot file holds.
     #[arg(long, env = "LCC_SNAPSHOT_ROWS_PER_FILE", default_value_t = DEFAULT_ROWS_PER_FILE, value_parser = clap::value_parser!(u64).range(1..))]
     pub snapshot_rows_per_file: u64,
+    #[command(flatten)]
+    pub signing_keys: SigningKeysArguments,
+}
+
+/// Where the keyring that signs evidence packages and snapshot manifests is.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SigningKeysArguments {
+    /// The keyring file (`DATA_DIR/signing-keys.json` by default), read again
+    /// when it changes. Outside production it is created on first start with
+    /// one active key per audience.
+    #[arg(long, env = "LCC_SIGNING_KEYS_FILE")]
+    pub signing_keys_file: Option<PathBuf>,
+    /// The keyring's JSON itself, instead of a file (a secret given by the
+    /// environment); read at start only.
+    #[arg(long, env = "LCC_SIGNING_KEYS", hide_env_values = true, conflicts_with = "signing_keys_file")]
+    pub signing_keys: Option<String>,
+}
+
+impl SigningKeysArguments {
+    /// The keyring file these arguments name.
+    pub fn file(&self, data_dir: &Path) -> PathBuf {
+        self.signing_keys_file.clone().unwrap_or_else(|| data_dir.join("signing-keys.json"))
+    }
+
+    /// The signer over the keyring; a missing keyring file is created when
+    /// `create` is set (everywhere but production, where every replica must
+    /// sign with the keys the operator gave them all).
+    pub fn open(&self, data_dir: &Path, create: bool) -> anyhow::Result<Arc<Signer>> {
+        if let Some(text) = &self.signing_keys {
+            return Signer::open(KeyringSource::Given(text.clone()))
+                .context("failed to read the signing keyring given by LCC_SIGNING_KEYS");
+        }
+        let file = self.file(data_dir);
+        if create {
+            keyring_kept_in(&file, read_model::calendar::Timestamp::now())
+                .with_context(|| format!("failed to keep a signing keyring in {}", file.display()))?;
+        } else if !file.exists() {
+            bail!(
+                "no signing keyring at {}: `query-api serve` creates one outside production; otherwise create \
+                 it with `query-api signing-keys init` and give every replica the same one \
+                 (--signing-keys-file or LCC_SIGNING_KEYS)",
+                file.display()
+            );
+        }
+        Signer::open(KeyringSource::File(file.clone()))
+            .with_context(|| format!("failed to read the signing keyring {}", file.display()))
+    }
 }
 
 impl ServeConfig {
@@ -74,13 +122,15 @@ impl ServeConfig {
         SnapshotLibrary::new(self.snapshot_dir.clone().unwrap_or_else(|| data_dir.join("snapshots")))
     }
 
-    /// What the snapshot task is told, or `None` when this replica does not cut.
-    pub fn snapshot_schedule(&self, data_dir: &Path) -> Option<SnapshotSchedule> {
+    /// What the snapshot task is told, or `None` when this replica does not
+    /// cut; `signer` signs the manifests.
+    pub fn snapshot_schedule(&self, data_dir: &Path, signer: &Arc<Signer>) -> Option<SnapshotSchedule> {
         (self.snapshot_interval_minutes > 0).then(|| SnapshotSchedule {
             library: self.snapshot_library(data_dir),
             interval: Duration::from_secs(self.snapshot_interval_minutes.saturating_mul(60)),
             keep: usize::try_from(self.snapshots_kept).unwrap_or(usize::MAX),
             rows_per_file: self.snapshot_rows_per_file,
+            signer: Arc::clone(signer),
         })
     }
 
@@ -100,6 +150,8 @@ impl ServeConfig {
         let production_keys = ProductionKeys::start(keys);
         let reads: Arc<dyn DocumentReads> = store;
         let metrics = Arc::new(Metrics::new().context("failed to register metrics")?);
+        let signer = self.signing_keys.open(data_dir, self.environment != Environment::Production)?;
+        signer.keep_reloaded();
         Ok(Arc::new(App {
             store: Arc::new(MeteredReads { inner: reads, metrics: Arc::clone(&metrics) }),
             metrics,
@@ -115,6 +167,7 @@ impl ServeConfig {
                 oai_admin_email: self.oai_admin_email.clone(),
             },
             snapshots: self.snapshot_library(data_dir),
+            signer,
             clock: read_model::clock::Clock::system(),
             openapi_document: Default::default(),
         }))

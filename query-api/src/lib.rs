@@ -11,6 +11,7 @@ pub mod app;
 pub mod conditional;
 pub mod config;
 pub mod errors;
+pub mod http_date;
 pub mod keys;
 pub mod metrics;
 pub mod oai;

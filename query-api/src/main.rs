@@ -1,15 +1,17 @@
-//! The `query-api` command: serve the public API, manage production keys,
-//! or cut a catalogue snapshot.
+//! The `query-api` command: serve the public API, manage production keys
+//! and signing keys, cut a catalogue snapshot, or verify a signed document.
 
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
-use query_api::config::ServeConfig;
+use query_api::config::{ServeConfig, SigningKeysArguments};
 use query_api::keys::Scopes;
 use query_api::keys::production::ProductionKeys;
+use query_api::signing::{KeySet, Keyring, keyring_kept_in, verify_document};
 use query_api::snapshots::{DEFAULT_ROWS_PER_FILE, SnapshotLibrary, cut_snapshot, run_snapshot_schedule};
 use read_model::Audience;
+use read_model::calendar::Timestamp;
 use read_model::store_arguments::StoreArguments;
 
 #[derive(Debug, Parser)]
@@ -33,6 +35,62 @@ enum Command {
     /// Cut a snapshot of the catalogue now, into the directory the API
     /// serves snapshots from, and keep the newest few.
     Snapshot(Box<SnapshotArguments>),
+    /// Manage the keys that sign evidence packages and snapshot manifests,
+    /// kept in a keyring file readable by its owner only.
+    SigningKeys {
+        #[command(subcommand)]
+        command: SigningKeyCommand,
+        /// The keyring file (`DATA_DIR/signing-keys.json` by default).
+        #[arg(long, env = "LCC_SIGNING_KEYS_FILE", global = true)]
+        signing_keys_file: Option<std::path::PathBuf>,
+        /// The data directory the default keyring file is in.
+        #[arg(long, env = "LCC_DATA_DIR", default_value = "data", global = true)]
+        data_dir: std::path::PathBuf,
+    },
+    /// Check saved signed documents.
+    Evidence {
+        #[command(subcommand)]
+        command: EvidenceCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum SigningKeyCommand {
+    /// Create the keyring, with one active key per audience, unless it exists.
+    Init,
+    /// Add a key; it is published at once and signs once activated.
+    Generate {
+        #[arg(long, value_parser = ["production", "sandbox"])]
+        audience: String,
+        /// Make it the signing key now. Without it, activate it later, once
+        /// caches of the key set (5 minutes) hold it.
+        #[arg(long)]
+        activate: bool,
+    },
+    /// Make a key the signing key of its audience; the previous one stays published.
+    Activate { kid: String },
+    /// Retire a key: it never signs again, its private half is erased, and
+    /// it stays published with the date so that what it signed still verifies.
+    Retire { kid: String },
+    /// List the keys (never their private halves).
+    List,
+}
+
+#[derive(Debug, Subcommand)]
+enum EvidenceCommand {
+    /// Check a saved evidence package or snapshot manifest against a key
+    /// set, and say plainly why it fails when it does. Exits 1 when it fails.
+    Verify {
+        /// The saved document (JSON).
+        file: std::path::PathBuf,
+        /// The key set, saved from `/keys` (`/keys?audience=sandbox` for sandbox documents).
+        #[arg(long, required_unless_present = "keys_url", conflicts_with = "keys_url")]
+        keys: Option<std::path::PathBuf>,
+        /// The key set's address, for example
+        /// `https://api.example.org/api/v1/public/v1/keys`. Never take it from the document itself.
+        #[arg(long)]
+        keys_url: Option<String>,
+    },
 }
 
 #[derive(Debug, clap::Args)]
@@ -51,6 +109,8 @@ struct SnapshotArguments {
     /// The most rows a file holds.
     #[arg(long, env = "LCC_SNAPSHOT_ROWS_PER_FILE", default_value_t = DEFAULT_ROWS_PER_FILE, value_parser = clap::value_parser!(u64).range(1..))]
     rows_per_file: u64,
+    #[command(flatten)]
+    signing_keys: SigningKeysArguments,
 }
 
 #[derive(Debug, Subcommand)]
@@ -93,6 +153,79 @@ fn main() -> anyhow::Result<()> {
         Command::Keys { command, store } => runtime.block_on(keys(command, &store)),
         Command::Serve(arguments) => runtime.block_on(serve(*arguments)),
         Command::Snapshot(arguments) => runtime.block_on(snapshot(*arguments)),
+        Command::SigningKeys { command, signing_keys_file, data_dir } => {
+            signing_keys(command, &signing_keys_file.unwrap_or_else(|| data_dir.join("signing-keys.json")))
+        }
+        Command::Evidence { command: EvidenceCommand::Verify { file, keys, keys_url } } => {
+            verify(&file, keys.as_deref(), keys_url.as_deref())
+        }
+    }
+}
+
+fn signing_keys(command: SigningKeyCommand, file: &std::path::Path) -> anyhow::Result<()> {
+    let now = Timestamp::now();
+    let read = || Keyring::read(file).with_context(|| format!("failed to read {}", file.display()));
+    let (keyring, changed) = match command {
+        SigningKeyCommand::Init => {
+            (keyring_kept_in(file, now).with_context(|| format!("failed to create {}", file.display()))?, None)
+        }
+        SigningKeyCommand::List => (read()?, None),
+        SigningKeyCommand::Generate { audience, activate } => {
+            let mut keyring = read()?;
+            let audience = if audience == "sandbox" { Audience::Sandbox } else { Audience::Production };
+            let seed = query_api::keys::random_bytes::<32>().context("failed to read random bytes")?;
+            let kid = keyring.generate(audience, seed, now).kid.clone();
+            if activate {
+                keyring.activate(&kid)?;
+            }
+            (keyring, Some(kid))
+        }
+        SigningKeyCommand::Activate { kid } => {
+            let mut keyring = read()?;
+            keyring.activate(&kid)?;
+            (keyring, Some(kid))
+        }
+        SigningKeyCommand::Retire { kid } => {
+            let mut keyring = read()?;
+            keyring.retire(&kid, now)?;
+            (keyring, Some(kid))
+        }
+    };
+    if let Some(kid) = changed {
+        keyring.write(file).with_context(|| format!("failed to write {}", file.display()))?;
+        eprintln!("{kid}: done; running replicas read the keyring again within seconds");
+    }
+    for key in &keyring.keys {
+        let retired = key.retired_at.map(|at| format!("\tretired {at}")).unwrap_or_default();
+        println!("{}\t{}\t{}\tcreated {}{retired}", key.kid, key.audience.code(), key.status.name(), key.created_at);
+    }
+    Ok(())
+}
+
+fn verify(file: &std::path::Path, keys: Option<&std::path::Path>, keys_url: Option<&str>) -> anyhow::Result<()> {
+    let document = std::fs::read(file).with_context(|| format!("failed to read {}", file.display()))?;
+    let key_set_text = match (keys, keys_url) {
+        (Some(path), _) => {
+            std::fs::read_to_string(path).with_context(|| format!("failed to read {}", path.display()))?
+        }
+        (None, Some(url)) => ureq::get(url)
+            .call()
+            .and_then(|mut response| response.body_mut().read_to_string())
+            .with_context(|| format!("failed to fetch the key set from {url}"))?,
+        (None, None) => bail!("give the key set with --keys or --keys-url"),
+    };
+    let key_set: KeySet = serde_json::from_str(&key_set_text).context("the key set is not a JWK Set")?;
+    match verify_document(&document, &key_set) {
+        Ok(verified) => {
+            let status = verified.status.map(|status| format!(" ({})", status.name())).unwrap_or_default();
+            let dated = verified.dated.map(|at| format!(", dated {at}")).unwrap_or_default();
+            println!("valid: {} is signed by key {}{status}{dated}", file.display(), verified.kid);
+            Ok(())
+        }
+        Err(rejection) => {
+            println!("invalid: {}: {rejection}", file.display());
+            std::process::exit(1);
+        }
     }
 }
 
@@ -106,8 +239,11 @@ async fn snapshot(arguments: SnapshotArguments) -> anyhow::Result<()> {
         "sandbox" => vec![Audience::Sandbox],
         _ => vec![Audience::Production, Audience::Sandbox],
     };
+    // Only `serve` creates a missing keyring: manifests signed by a keyring
+    // no replica publishes would never verify.
+    let signer = arguments.signing_keys.open(&arguments.store.data_dir, false)?;
     for audience in audiences {
-        let manifest = cut_snapshot(store.as_ref(), &library, audience, arguments.rows_per_file)
+        let manifest = cut_snapshot(store.as_ref(), &library, &signer, audience, arguments.rows_per_file)
             .await
             .with_context(|| format!("failed to cut a {} snapshot", audience.code()))?;
         library.prune(audience, usize::try_from(arguments.snapshots_kept).unwrap_or(usize::MAX));
@@ -177,7 +313,7 @@ async fn serve(arguments: ServeArguments) -> anyhow::Result<()> {
     };
     let admin_server =
         tokio::spawn(query_api::server::run_admin(admin, Arc::clone(&app), wait_for_stop(stopped.clone())));
-    let snapshots = arguments.config.snapshot_schedule(&arguments.store.data_dir).map(|schedule| {
+    let snapshots = arguments.config.snapshot_schedule(&arguments.store.data_dir, &app.signer).map(|schedule| {
         tokio::spawn(run_snapshot_schedule(Arc::clone(&app.store), schedule, wait_for_stop(stopped.clone())))
     });
     let public_server = tokio::spawn(query_api::server::run(listener, app, wait_for_stop(stopped)));

@@ -269,6 +269,7 @@ async fn a_snapshot_is_due_once_the_feed_moves_and_is_quiet_or_a_rebuild_replace
         interval: std::time::Duration::from_secs(3_600),
         keep: 2,
         rows_per_file: 100,
+        signer: std::sync::Arc::clone(&service.app.signer),
     };
     let long_running = std::time::Duration::from_secs(60);
     let due = async || cut_if_due(&service.store, &schedule, Audience::Production, long_running).await.expect("look");

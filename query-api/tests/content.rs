@@ -221,6 +221,7 @@ async fn a_store_without_an_active_model_answers_503_and_recovers_without_restar
         settings: service.app.settings.clone(),
         metrics: Arc::clone(&service.app.metrics),
         snapshots: service.app.snapshots.clone(),
+        signer: Arc::clone(&service.app.signer),
         clock: service.app.clock.clone(),
         openapi_document: Default::default(),
     });

@@ -130,6 +130,7 @@ async fn live_examples(service: &Service, document: &Value) -> BTreeMap<String, 
     let snapshot_id = &snapshots["snapshots"][0]["snapshotId"];
     requests.insert("getSnapshotManifest", json!({ "parameters": { "snapshotId": snapshot_id } }));
     requests.insert("registerSandboxKey", json!({ "request": { "email": "developer@example.org" } }));
+    requests.insert("getSigningKeys", json!({ "parameters": { "audience": "sandbox" } }));
 
     let operations = operations(document);
     let mut examples = BTreeMap::new();
@@ -150,6 +151,7 @@ fn without_varying_values(mut examples: BTreeMap<String, Value>) -> BTreeMap<Str
         ("verifyRights", "/response/checkedOn"),
         ("getEvidencePackage", "/response/generatedAt"),
         ("getEvidencePackage", "/response/protection/remaining"),
+        ("getEvidencePackage", "/response/signature"),
         ("registerSandboxKey", "/response/apiKey"),
         ("registerSandboxKey", "/response/expiresAt"),
     ];
@@ -168,8 +170,18 @@ fn without_varying_values(mut examples: BTreeMap<String, Value>) -> BTreeMap<Str
 }
 
 fn blank_moments(value: &mut Value) {
-    const MOMENTS: [&str; 9] =
-        ["cursor", "next", "self", "changedAt", "version", "snapshotId", "createdAt", "manifest", "changesCursor"];
+    const MOMENTS: [&str; 10] = [
+        "cursor",
+        "next",
+        "self",
+        "changedAt",
+        "version",
+        "snapshotId",
+        "createdAt",
+        "manifest",
+        "changesCursor",
+        "signature",
+    ];
     match value {
         Value::Object(members) => {
             for (name, member) in members.iter_mut() {
@@ -255,6 +267,7 @@ async fn the_description_is_openapi_3_1_and_covers_every_endpoint_of_the_specifi
         ("get", "/oai", None),
         ("post", "/oai", None),
         ("post", "/rights/lookup", Some("rights:read")),
+        ("get", "/keys", None),
     ]
     .into_iter()
     .map(|(method, path, scope)| (method.to_owned(), path.to_owned(), scope))

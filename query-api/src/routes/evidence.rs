@@ -6,11 +6,11 @@ use std::sync::Arc;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-use read_model::DocumentKind;
 use read_model::calendar::{Date, Timestamp};
 use read_model::documents::{
     CertificateRecord, DisputeStatus, DisputeSummary, EvidenceInputs, RightHolding, WorkStatus,
 };
+use read_model::{Audience, DocumentKind};
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -18,6 +18,8 @@ use super::metadata::chained_provenance;
 use super::parameters::{PathParameters, WorkPath};
 use super::{decode, json_of, work_document};
 use crate::app::{App, BASE_PATH};
+use crate::conditional::StatedContent;
+use crate::errors::ApiError;
 use crate::keys::Scope;
 use crate::provenance_chain::ChainHead;
 
@@ -40,7 +42,15 @@ pub struct EvidencePackage {
     /// The head of the work's provenance chain (`/rights/{lccId}/provenance`)
     /// when the package was generated: a later provenance must extend it.
     pub provenance_chain: ChainHead,
+    /// The instant the registry issued this package; signed with the rest.
     pub generated_at: Timestamp,
+    /// A detached JWS (RFC 7515, EdDSA with Ed25519) over the RFC 8785
+    /// canonical JSON of this package without `signature`. Its header names
+    /// the key (`kid`) of the key set at `/keys`, or at
+    /// `/keys?audience=sandbox` for a sandbox work.
+    #[schema(required = true)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -89,7 +99,7 @@ pub fn protection(ends_on: Option<Date>, today: Date) -> Protection {
     operation_id = "getEvidencePackage",
     tag = "Rights",
     summary = "Evidence package of a work",
-    description = "Identifier, earliest recorded timestamp, file hash, the chain of authors' rights and related rights, the remaining term of protection as of the request, dispute status, and a public lookup link.",
+    description = "Identifier, earliest recorded timestamp, file hash, the chain of authors' rights and related rights, the remaining term of protection as of the request, dispute status, and a public lookup link; the head of the work's provenance chain; the instant it was issued; and a signature over all of it, checkable offline against the key set at `/keys` (`/keys?audience=sandbox` for a sandbox work). Each issue carries its own `generatedAt`, so the entity tag is weak: it changes when what the package states changes (a record, or the remaining term on a new day), not with the instant.",
     params(WorkPath),
     responses(
         (status = 200, description = "The evidence package.", body = EvidencePackage),
@@ -107,7 +117,7 @@ pub async fn evidence(
         let inputs: EvidenceInputs = decode(&body)?;
         let (_, provenance_chain) = chained_provenance(&app, &lcc_id).await?;
         let now = Timestamp(app.clock.unix_ms());
-        let package = EvidencePackage {
+        let mut package = EvidencePackage {
             public_lookup_url: app.public_url(&format!("/rights/{lcc_id}")),
             lcc_id: inputs.lcc_id,
             title: inputs.title,
@@ -120,9 +130,20 @@ pub async fn evidence(
             disputes: inputs.disputes,
             certificate: inputs.certificate,
             provenance_chain,
-            generated_at: now,
+            generated_at: Timestamp(0),
+            signature: None,
         };
-        json_of(StatusCode::OK, &package)
+        // What the package states, without the instant of this issue: the
+        // basis of its (weak) entity tag.
+        let stated = serde_json::to_vec(&package).map_err(|_| ApiError::Internal)?;
+        package.generated_at = now;
+        package.signature = Some(app.signer.sign(Audience::of(&lcc_id), &package).map_err(|error| {
+            tracing::error!(%error, "failed to sign an evidence package");
+            ApiError::Internal
+        })?);
+        let mut response = json_of(StatusCode::OK, &package)?;
+        response.extensions_mut().insert(StatedContent(stated.into()));
+        Ok(response)
     })
     .await
 }

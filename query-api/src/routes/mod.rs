@@ -20,6 +20,7 @@ pub mod openapi;
 mod parameters;
 mod rights;
 mod sandbox;
+mod signing_keys;
 mod snapshots;
 mod verify;
 
@@ -67,6 +68,7 @@ fn described_endpoints() -> OpenApiRouter<Arc<App>> {
         .routes(routes!(sandbox::fixtures))
         .routes(routes!(sandbox::register))
         .routes(routes!(oai::oai_get, oai::oai_post))
+        .routes(routes!(signing_keys::key_set))
         .routes(routes!(openapi::openapi_json))
 }
 

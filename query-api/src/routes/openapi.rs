@@ -77,6 +77,7 @@ carried, when well formed, or a new one; quote it when you report a problem."
         (name = "Metadata", description = "Dublin Core metadata and provenance of works."),
         (name = "Bulk", description = "The open-data export of published works."),
         (name = "Sandbox", description = "Simulated data to try the API with, and sandbox keys."),
+        (name = "Keys", description = "The public keys that verify signed evidence packages and snapshot manifests."),
         (name = "Description", description = "This document."),
     ),
     components(schemas(Problem)),

@@ -133,3 +133,13 @@ pub struct SnapshotFilePath {
     /// A file `name` from the manifest.
     pub name: String,
 }
+
+/// Whose key set.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct KeySetQuery {
+    /// `production` (the default): the keys of production evidence and
+    /// manifests; `sandbox`: the sandbox's, which never verify production ones.
+    #[param(pattern = "^(production|sandbox)$", default = "production")]
+    pub audience: Option<String>,
+}

@@ -28,6 +28,7 @@ use super::hashing_writer::HashingWriter;
 use super::library::SnapshotLibrary;
 use super::manifest::{Manifest, ManifestFile, NDJSON_GZ, PARQUET};
 use super::parquet_file::ParquetRows;
+use crate::signing::Signer;
 
 /// Rows read from the store at a time.
 const ROWS_PER_READ: u32 = 2_000;
@@ -42,10 +43,12 @@ pub fn snapshot_id(instant: Timestamp, version: ModelVersion) -> String {
     format!("{compact}-v{}", version.0)
 }
 
-/// Cuts a snapshot of `audience` into `library` and returns its manifest.
+/// Cuts a snapshot of `audience` into `library` and returns its manifest,
+/// signed by `signer`.
 pub async fn cut_snapshot(
     store: &dyn DocumentReads,
     library: &SnapshotLibrary,
+    signer: &Signer,
     audience: Audience,
     rows_per_file: u64,
 ) -> Result<Manifest, SnapshotError> {
@@ -68,7 +71,7 @@ pub async fn cut_snapshot(
         let _ = std::fs::remove_dir_all(&partial);
         return Err(SnapshotError::ModelVersionChanged { was: bounds.model_version, now });
     }
-    let manifest = Manifest {
+    let mut manifest = Manifest {
         snapshot_id,
         created_at: created_at.to_string(),
         model_version: bounds.model_version.0,
@@ -76,7 +79,9 @@ pub async fn cut_snapshot(
         changes_cursor: cursor.encode(),
         row_count: files.iter().filter(|file| file.format == PARQUET).map(|file| file.rows).sum(),
         files,
+        signature: None,
     };
+    manifest.signature = Some(signer.sign(audience, &manifest)?);
     library.publish(audience, &partial, &manifest)?;
     Ok(manifest)
 }

@@ -18,6 +18,8 @@ pub enum SnapshotError {
     Parquet(#[from] ParquetFileError),
     #[error("model version {was} was replaced by {now} while the snapshot was cut; it is cut again next time")]
     ModelVersionChanged { was: ModelVersion, now: ModelVersion },
+    #[error("failed to sign the manifest: {0}")]
+    Signing(#[from] crate::signing::SigningError),
     #[error("the file writer task failed: {0}")]
     Task(String),
 }

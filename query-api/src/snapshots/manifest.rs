@@ -22,6 +22,12 @@ pub struct Manifest {
     /// Published works in the snapshot.
     pub row_count: u64,
     pub files: Vec<ManifestFile>,
+    /// A detached JWS (EdDSA, Ed25519) over the RFC 8785 canonical JSON of
+    /// this manifest without `signature`, by a key of the audience's key set
+    /// at `/keys`: the manifest, and through its hashes every file, is
+    /// provably this registry's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
 }
 
 /// One file of a snapshot.

@@ -22,6 +22,7 @@ use read_model::{Audience, DocumentReads, StoreError};
 use super::cutting::cut_snapshot;
 use super::errors::SnapshotError;
 use super::library::SnapshotLibrary;
+use crate::signing::Signer;
 
 /// How long the feed must not move before a due snapshot is cut early.
 pub const QUIET: Duration = Duration::from_secs(2);
@@ -38,6 +39,8 @@ pub struct SnapshotSchedule {
     /// Snapshots kept per audience.
     pub keep: usize,
     pub rows_per_file: u64,
+    /// Signs the manifests.
+    pub signer: Arc<Signer>,
 }
 
 /// Cuts snapshots as they fall due until `shutdown` resolves.
@@ -97,7 +100,7 @@ pub async fn cut_if_due(
     if schedule.library.latest(audience).is_some_and(|manifest| manifest.changes_cursor == current) {
         return Ok(None);
     }
-    let manifest = cut_snapshot(store, &schedule.library, audience, schedule.rows_per_file).await?;
+    let manifest = cut_snapshot(store, &schedule.library, &schedule.signer, audience, schedule.rows_per_file).await?;
     schedule.library.prune(audience, schedule.keep);
     Ok(Some(manifest.snapshot_id))
 }

@@ -79,9 +79,17 @@ fn app(
             oai_admin_email: "registry@example.org".into(),
         },
         snapshots: query_api::snapshots::SnapshotLibrary::new(store.directory().join("snapshots")),
+        signer: query_api::signing::Signer::of(&signing_keyring()),
         clock,
         openapi_document: Default::default(),
     })
+}
+
+/// The keyring every test instance signs with: fixed seeds, so that a test
+/// can rebuild the key set it verifies against.
+pub fn signing_keyring() -> query_api::signing::Keyring {
+    let created = read_model::calendar::Timestamp::parse("2026-01-01T00:00:00.000Z").expect("instant");
+    query_api::signing::Keyring::first(created, [[21; 32], [22; 32]])
 }
 
 impl Service {
@@ -101,7 +109,8 @@ impl Service {
 
         let library = query_api::snapshots::SnapshotLibrary::new(store.directory().join("snapshots"));
         for audience in [read_model::Audience::Sandbox, read_model::Audience::Production] {
-            query_api::snapshots::cut_snapshot(&store, &library, audience, 250_000).await.expect("snapshot");
+            let signer = query_api::signing::Signer::of(&signing_keyring());
+            query_api::snapshots::cut_snapshot(&store, &library, &signer, audience, 250_000).await.expect("snapshot");
         }
         let keys = ProductionKeys::start(Arc::new(store.clone()));
         let (full_key, _) = keys.issue("Everything Ltd", Scopes::all(), 100_000).await.expect("issue");
