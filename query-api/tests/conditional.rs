@@ -124,23 +124,29 @@ async fn an_answer_computed_at_request_time_gets_a_new_tag_when_the_day_changes_
     use query_api::routes::router;
     use tower::ServiceExt;
     let service = Service::start().await;
-    let clock = read_model::clock::Clock::manual();
-    let app = service.with_clock(clock.clone());
     let key = service.sandbox_key();
-    let verify = |tag: Option<String>| {
-        let mut request = Request::get(format!("{BASE}/rights/SANDBOX-LCC-0003/verify")).header("x-api-key", &key);
-        if let Some(tag) = tag {
-            request = request.header("if-none-match", tag);
-        }
-        router(Arc::clone(&app)).oneshot(request.body(Body::empty()).expect("request"))
-    };
-    let first = verify(None).await.expect("infallible");
-    assert_eq!(first.status(), StatusCode::OK);
-    let tag = tag_of(&first);
-    let same_day = verify(Some(tag.clone())).await.expect("infallible");
-    assert_eq!(same_day.status(), StatusCode::NOT_MODIFIED, "the verification date has not changed");
-    clock.advance(Duration::from_secs(24 * 60 * 60));
-    let next_day = verify(Some(tag.clone())).await.expect("infallible");
-    assert_eq!(next_day.status(), StatusCode::OK, "a new verification date, a new answer");
-    assert_ne!(tag_of(&next_day), tag);
+    for suffix in ["/verify", "/evidence"] {
+        let clock = read_model::clock::Clock::manual();
+        let app = service.with_clock(clock.clone());
+        let get = |tag: Option<String>| {
+            let mut request = Request::get(format!("{BASE}/rights/SANDBOX-LCC-0003{suffix}")).header("x-api-key", &key);
+            if let Some(tag) = tag {
+                request = request.header("if-none-match", tag);
+            }
+            router(Arc::clone(&app)).oneshot(request.body(Body::empty()).expect("request"))
+        };
+        let first = get(None).await.expect("infallible");
+        assert_eq!(first.status(), StatusCode::OK, "{suffix}");
+        let tag = tag_of(&first);
+        // An evidence package is stamped with the instant it is issued, so
+        // its bytes differ every time; its weak tag follows what it states.
+        clock.advance(Duration::from_secs(1));
+        let same_day = get(Some(tag.clone())).await.expect("infallible");
+        assert_eq!(same_day.status(), StatusCode::NOT_MODIFIED, "{suffix}: nothing it states has changed");
+        assert_eq!(tag_of(&same_day), tag, "{suffix}");
+        clock.advance(Duration::from_secs(24 * 60 * 60));
+        let next_day = get(Some(tag.clone())).await.expect("infallible");
+        assert_eq!(next_day.status(), StatusCode::OK, "{suffix}: a new date or remaining term, a new answer");
+        assert_ne!(tag_of(&next_day), tag, "{suffix}");
+    }
 }

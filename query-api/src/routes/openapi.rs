@@ -191,9 +191,29 @@ fn string_header(description: &str) -> Header {
     header
 }
 
+/// The operations whose answers carry `Last-Modified`: only where a date
+/// bounds every change of the answer (a rendered document depends on
+/// records and parties whose own dates do not, so it has a tag only).
+const DATED_OPERATIONS: [&str; 3] = ["getSigningKeys", "getSnapshotManifest", "downloadSnapshotFile"];
+
 /// What `crate::conditional` adds to every `GET`: `If-None-Match`, a `304`,
-/// and the tag and caching headers of its `200`.
+/// and the tag and caching headers of its `200`; `If-Modified-Since` and
+/// `Last-Modified` where the answer is dated.
 fn add_conditional_requests(operation: &mut Operation) {
+    let dated = operation.operation_id.as_deref().is_some_and(|id| DATED_OPERATIONS.contains(&id));
+    if dated {
+        let if_modified_since = ParameterBuilder::new()
+            .name("If-Modified-Since")
+            .parameter_in(ParameterIn::Header)
+            .required(Required::False)
+            .description(Some(
+                "An HTTP date (`Tue, 24 Nov 2026 21:27:32 GMT`); when the answer has not changed since, it is 304. \
+                 Ignored when `If-None-Match` is sent.",
+            ))
+            .schema(Some(ObjectBuilder::new().schema_type(Type::String)))
+            .build();
+        operation.parameters.get_or_insert_with(Vec::new).push(if_modified_since);
+    }
     let if_none_match = ParameterBuilder::new()
         .name("If-None-Match")
         .parameter_in(ParameterIn::Header)
@@ -205,18 +225,29 @@ fn add_conditional_requests(operation: &mut Operation) {
     let responses = &mut operation.responses.responses;
     if let Some(RefOr::T(ok)) = responses.get_mut("200") {
         ok.headers.entry("ETag".into()).or_insert_with(|| {
-            string_header("A strong tag of this representation for this kind of key; send it in `If-None-Match`.")
+            string_header(
+                "A tag of this representation for this kind of key; send it in `If-None-Match`. Strong, except \
+                 for evidence packages: each is stamped with the instant it was issued, and its weak tag follows \
+                 what it states.",
+            )
         });
+        if dated {
+            ok.headers.entry("Last-Modified".into()).or_insert_with(|| {
+                string_header("When this answer last changed, as an HTTP date; send it in `If-Modified-Since`.")
+            });
+        }
         ok.headers.entry("Cache-Control".into()).or_insert_with(|| {
             string_header(
-                "`private, no-cache` for keyed answers, `public, no-cache` for keyless ones: revalidate before reuse.",
+                "`private, no-cache` for keyed answers, `public, no-cache` for keyless ones: revalidate before reuse \
+                 (the key set: `public, max-age=300`).",
             )
         });
         ok.headers.entry("Vary".into()).or_insert_with(|| string_header("`accept, x-api-key`."));
     }
     let mut not_modified = ResponseBuilder::new()
         .description(
-            "The client's copy is current (its tag was in `If-None-Match`); no body. It counts against the rate limit.",
+            "The client's copy is current (its tag was in `If-None-Match`, or it has not changed since \
+             `If-Modified-Since`); no body. It counts against the rate limit.",
         )
         .build();
     not_modified.headers.insert("ETag".into(), string_header("The current tag."));

@@ -21,7 +21,7 @@ use utoipa::ToSchema;
 use super::json_of;
 use super::parameters::{PathParameters, SnapshotFilePath, SnapshotPath};
 use crate::app::{App, BASE_PATH};
-use crate::conditional::names_tag;
+use crate::conditional::{names_tag, unmodified_since};
 use crate::errors::ApiError;
 use crate::keys::Scope;
 use crate::snapshots::manifest::{Manifest, ManifestFile, NDJSON_GZ};
@@ -103,7 +103,11 @@ pub async fn manifest(
             .snapshots
             .manifest(granted.audience(), &path.snapshot_id)
             .ok_or_else(|| ApiError::NotFound(format!("no snapshot {}", path.snapshot_id)))?;
-        json_of(StatusCode::OK, &manifest)
+        let mut response = json_of(StatusCode::OK, &manifest)?;
+        if let Some(date) = last_modified(&manifest) {
+            response.headers_mut().insert(header::LAST_MODIFIED, date);
+        }
+        Ok(response)
     })
     .await
 }
@@ -146,7 +150,13 @@ pub async fn file(
             .file(granted.audience(), &path.snapshot_id, &path.name)
             .ok_or_else(|| ApiError::NotFound(format!("no file {} in snapshot {}", path.name, path.snapshot_id)))?;
         let etag = format!("\"{}\"", file.sha256);
-        if headers.get(header::IF_NONE_MATCH).is_some_and(|condition| names_tag(condition, &etag)) {
+        let modified = app.snapshots.manifest(granted.audience(), &path.snapshot_id).as_ref().and_then(last_modified);
+        let held = match (headers.get(header::IF_NONE_MATCH), headers.get(header::IF_MODIFIED_SINCE)) {
+            (Some(condition), _) => names_tag(condition, &etag),
+            (None, Some(since)) => unmodified_since(modified.as_ref(), since),
+            (None, None) => false,
+        };
+        if held {
             return not_modified(&etag);
         }
         let if_range_matches = headers.get(header::IF_RANGE).is_none_or(|value| value.as_bytes() == etag.as_bytes());
@@ -154,9 +164,20 @@ pub async fn file(
             Some(text) if if_range_matches => requested_range(text, file.bytes)?,
             _ => None,
         };
-        serve_file(location, &file, &etag, range).await
+        let mut response = serve_file(location, &file, &etag, range).await?;
+        if let Some(date) = modified {
+            response.headers_mut().insert(header::LAST_MODIFIED, date);
+        }
+        Ok(response)
     })
     .await
+}
+
+/// `Last-Modified` of a snapshot and its files: the moment it was cut
+/// (nothing in it changes after).
+fn last_modified(manifest: &Manifest) -> Option<HeaderValue> {
+    let created = read_model::calendar::Timestamp::parse(&manifest.created_at)?;
+    HeaderValue::from_str(&crate::http_date::format(created)).ok()
 }
 
 /// `304` for a file the client holds.
