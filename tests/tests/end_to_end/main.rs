@@ -25,3 +25,4 @@ mod provenance_chain;
 mod rate_limit_flood;
 mod sandbox_fixtures;
 mod service;
+mod signed_evidence;
