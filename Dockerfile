@@ -26,7 +26,7 @@ RUN apt-get update \
     && apt-get install -y --no-install-recommends ca-certificates \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --uid 10001 --user-group --home-dir /var/lib/lcc --create-home lcc \
-    && mkdir -p /var/lib/lcc/data /var/lib/lcc/snapshots \
+    && mkdir -p /var/lib/lcc/data /var/lib/lcc/snapshots /var/lib/lcc/keys \
     && chown -R lcc:lcc /var/lib/lcc
 COPY --from=build /usr/local/bin/projector /usr/local/bin/query-api /usr/local/bin/rights-service /usr/local/bin/
 USER 10001:10001

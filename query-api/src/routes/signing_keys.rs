@@ -29,7 +29,8 @@ pub const KEY_SET_CACHE_CONTROL: &str = "public, max-age=300";
     description = "A JWK Set (RFC 7517) of Ed25519 public keys (`kty` `OKP`, RFC 8037). Evidence packages and snapshot manifests carry a `signature` member: a detached JWS (RFC 7515, `alg` `EdDSA`) over the RFC 8785 canonical JSON of the document without that member, whose header names one of these keys (`kid`). `status` says whether a key signs now (`active`), is announced or was replaced (`published`), or is `retired` (it signed nothing after `retiredAt`, and what it signed before still verifies). Production and sandbox keys are separate sets: a sandbox document never verifies against the production set. Takes no key; limited per client address.",
     params(KeySetQuery),
     responses(
-        (status = 200, description = "The key set.", body = crate::signing::KeySet),
+        (status = 200, description = "The key set.", body = crate::signing::KeySet, content_type = "application/jwk-set+json"),
+        (status = 400, description = "`audience` is neither `production` nor `sandbox`.", body = crate::errors::Problem, content_type = "application/problem+json"),
     ),
 )]
 pub async fn key_set(
