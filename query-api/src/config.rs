@@ -105,9 +105,8 @@ impl SigningKeysArguments {
                 .with_context(|| format!("failed to keep a signing keyring in {}", file.display()))?;
         } else if !file.exists() {
             bail!(
-                "no signing keyring at {}: `query-api serve` creates one outside production; otherwise create \
-                 it with `query-api signing-keys init` and give every replica the same one \
-                 (--signing-keys-file or LCC_SIGNING_KEYS)",
+                "no signing keyring at {}: in production, create one with `query-api signing-keys init` and \
+                 give every replica the same one (--signing-keys-file or LCC_SIGNING_KEYS)",
                 file.display()
             );
         }
@@ -171,5 +170,41 @@ impl ServeConfig {
             clock: read_model::clock::Clock::system(),
             openapi_document: Default::default(),
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use read_model::Audience;
+
+    use super::*;
+    use crate::signing::Keyring;
+
+    fn arguments(file: Option<PathBuf>, given: Option<String>) -> SigningKeysArguments {
+        SigningKeysArguments { signing_keys_file: file, signing_keys: given }
+    }
+
+    #[test]
+    fn production_needs_a_keyring_and_elsewhere_one_is_kept_in_the_data_directory() {
+        let data = tempfile::tempdir().expect("tempdir");
+        let refused = arguments(None, None).open(data.path(), false).expect_err("production without a keyring");
+        assert!(refused.to_string().contains("signing-keys init"), "{refused}");
+        assert!(!data.path().join("signing-keys.json").exists(), "nothing is created in production");
+
+        let signer = arguments(None, None).open(data.path(), true).expect("created");
+        let kept = Keyring::read(&data.path().join("signing-keys.json")).expect("kept in the data directory");
+        assert_eq!(signer.key_set(Audience::Production), Signer::of(&kept).key_set(Audience::Production));
+        assert!(arguments(None, None).open(data.path(), false).is_ok(), "production reads an existing keyring");
+    }
+
+    #[test]
+    fn a_keyring_given_by_the_environment_is_used_as_it_is() {
+        let data = tempfile::tempdir().expect("tempdir");
+        let keyring = Keyring::first(read_model::calendar::Timestamp(0), [[5; 32], [6; 32]]);
+        let signer = arguments(None, Some(keyring.to_json())).open(data.path(), false).expect("given");
+        assert_eq!(signer.key_set(Audience::Sandbox), Signer::of(&keyring).key_set(Audience::Sandbox));
+        assert!(!data.path().join("signing-keys.json").exists());
+        let broken = arguments(None, Some("{".into())).open(data.path(), false).expect_err("not a keyring");
+        assert!(format!("{broken:#}").contains("LCC_SIGNING_KEYS"), "{broken:#}");
     }
 }

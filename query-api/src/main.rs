@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
+use query_api::app::Environment;
 use query_api::config::{ServeConfig, SigningKeysArguments};
 use query_api::keys::Scopes;
 use query_api::keys::production::ProductionKeys;
@@ -109,6 +110,10 @@ struct SnapshotArguments {
     /// The most rows a file holds.
     #[arg(long, env = "LCC_SNAPSHOT_ROWS_PER_FILE", default_value_t = DEFAULT_ROWS_PER_FILE, value_parser = clap::value_parser!(u64).range(1..))]
     rows_per_file: u64,
+    /// In production a missing signing keyring is an error; elsewhere it is
+    /// created, as `serve` creates it.
+    #[arg(long, env = "LCC_ENVIRONMENT", value_enum, default_value = "development")]
+    environment: Environment,
     #[command(flatten)]
     signing_keys: SigningKeysArguments,
 }
@@ -239,9 +244,8 @@ async fn snapshot(arguments: SnapshotArguments) -> anyhow::Result<()> {
         "sandbox" => vec![Audience::Sandbox],
         _ => vec![Audience::Production, Audience::Sandbox],
     };
-    // Only `serve` creates a missing keyring: manifests signed by a keyring
-    // no replica publishes would never verify.
-    let signer = arguments.signing_keys.open(&arguments.store.data_dir, false)?;
+    let creates_keyring = arguments.environment != Environment::Production;
+    let signer = arguments.signing_keys.open(&arguments.store.data_dir, creates_keyring)?;
     for audience in audiences {
         let manifest = cut_snapshot(store.as_ref(), &library, &signer, audience, arguments.rows_per_file)
             .await
