@@ -106,6 +106,8 @@ pub enum KeyringError {
     SeveralActive(&'static str),
     #[error("no key {0}")]
     UnknownKey(String),
+    #[error("the keyring has no active {0} key: activate one with `query-api signing-keys activate`")]
+    NoActiveKey(&'static str),
     #[error("key {0} is retired and can never sign again")]
     Retired(String),
     #[error("key {0} is the active {1} key: activate another one before retiring it")]
@@ -223,6 +225,17 @@ impl Keyring {
     pub fn signing_key(&self, audience: Audience) -> Option<(&str, SigningKey)> {
         let entry = self.keys.iter().find(|key| key.audience == audience && key.status == KeyStatus::Active)?;
         Some((entry.kid.as_str(), entry.signing_key()?))
+    }
+
+    /// Checks that every audience has a key that signs: what a service needs
+    /// of its keyring (an operator's keyring may lack one while it is built).
+    pub fn check_signs_for_every_audience(&self) -> Result<(), KeyringError> {
+        for audience in [Audience::Production, Audience::Sandbox] {
+            if self.signing_key(audience).is_none() {
+                return Err(KeyringError::NoActiveKey(audience.code()));
+            }
+        }
+        Ok(())
     }
 
     /// Reads the keyring file.

@@ -107,14 +107,15 @@ fn file_state(path: &Path) -> std::io::Result<(SystemTime, u64)> {
 }
 
 impl Signer {
-    /// Reads the keyring from `source`.
+    /// Reads the keyring from `source`; it must have an active key for
+    /// every audience.
     pub fn open(source: KeyringSource) -> Result<Arc<Signer>, KeyringError> {
         let loaded = match &source {
             KeyringSource::File(path) => {
                 let state = file_state(path)?;
-                Loaded::of(&Keyring::read(path)?, Some(state))
+                Loaded::of(&usable(Keyring::read(path)?)?, Some(state))
             }
-            KeyringSource::Given(text) => Loaded::of(&Keyring::parse(text)?, None),
+            KeyringSource::Given(text) => Loaded::of(&usable(Keyring::parse(text)?)?, None),
         };
         Ok(Arc::new(Signer { source, loaded: RwLock::new(Arc::new(loaded)) }))
     }
@@ -165,7 +166,7 @@ impl Signer {
         if self.current().file_state == Some(state) {
             return Ok(false);
         }
-        let loaded = Loaded::of(&Keyring::read(path)?, Some(state));
+        let loaded = Loaded::of(&usable(Keyring::read(path)?)?, Some(state));
         *self.loaded.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(loaded);
         Ok(true)
     }
@@ -177,6 +178,11 @@ impl Signer {
             tokio::spawn(keep_reloaded(Arc::downgrade(self)));
         }
     }
+}
+
+fn usable(keyring: Keyring) -> Result<Keyring, KeyringError> {
+    keyring.check_signs_for_every_audience()?;
+    Ok(keyring)
 }
 
 async fn keep_reloaded(signer: Weak<Signer>) {
@@ -271,5 +277,12 @@ mod tests {
         std::fs::write(&path, "{ not json").expect("break");
         assert!(signer.reload_if_changed().is_err());
         assert_eq!(kid_of(&signer), second, "the keys last read stay in use");
+
+        let mut without_sandbox = keyring.clone();
+        without_sandbox.keys.retain(|key| key.audience == Audience::Production);
+        without_sandbox.write(&path).expect("write");
+        assert!(matches!(signer.reload_if_changed(), Err(KeyringError::NoActiveKey("sandbox"))));
+        assert!(signer.sign(Audience::Sandbox, &1).is_ok(), "still signs with the keys last read");
+        assert!(matches!(Signer::open(KeyringSource::File(path)), Err(KeyringError::NoActiveKey("sandbox"))));
     }
 }
