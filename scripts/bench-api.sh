@@ -11,7 +11,9 @@
 # (`--document-cache-mib 0`: every lookup reads SQLite). Each round also
 # sends batches of 100 identifiers (`POST /rights/lookup`) to the cached
 # API (`BENCH_BATCH=100`), and profiles per second of batches are compared
-# with single lookups. The three servers
+# with single lookups, and asks the cached API for signed evidence packages
+# (`BENCH_SUFFIX=/evidence`: rendering, RFC 8785 canonical JSON and an
+# Ed25519 signature per request). The three servers
 # are measured in alternation (API, API without cache, ceiling, API, ...)
 # and the median round of each is reported, because back-to-back runs on
 # these machines vary by up to 30%. wrk, the service and the ceiling share the
@@ -42,7 +44,7 @@ echo "generating and projecting $works works"
 "$projector" run --source "file://$work_directory/events" --data-dir "$work_directory/data" --admin-listen 127.0.0.1:0 --exit-when-caught-up >/dev/null
 export BENCH_API_KEY
 BENCH_API_KEY=$("$query_api" keys --data-dir "$work_directory/data" issue --partner "Load benchmark" \
-    --scopes rights:read --rate-limit 1000000000 2>/dev/null)
+    --scopes rights:read,evidence:read --rate-limit 1000000000 2>/dev/null)
 export BENCH_WORKS="$works"
 
 # Starts the query API on PORT with its admin listener on ADMIN_PORT (and any further flags).
@@ -90,11 +92,12 @@ for port in "$api_port" "$uncached_port" "$ceiling_port"; do
         "http://127.0.0.1:$port" >/dev/null
 done
 for round in 1 2 3; do
-    echo "round $round: query API, query API without cache, ceiling, batches of 100, ${seconds} s each ($connections connections)"
+    echo "round $round: query API, query API without cache, ceiling, batches of 100, evidence, ${seconds} s each ($connections connections)"
     load "http://127.0.0.1:$api_port" "$work_directory/api-$round.txt"
     load "http://127.0.0.1:$uncached_port" "$work_directory/uncached-$round.txt"
     load "http://127.0.0.1:$ceiling_port" "$work_directory/ceiling-$round.txt"
     BENCH_BATCH=100 load "http://127.0.0.1:$api_port" "$work_directory/batch-$round.txt"
+    BENCH_SUFFIX=/evidence load "http://127.0.0.1:$api_port" "$work_directory/evidence-$round.txt"
 done
 
 curl -s "http://127.0.0.1:$api_admin_port/metrics" >"$work_directory/api-metrics.txt"
@@ -117,6 +120,7 @@ def median_round(name):
     return rounds[1]
 api, uncached, ceiling = median_round("api"), median_round("uncached"), median_round("ceiling")
 batch = median_round("batch")
+evidence = median_round("evidence")
 print(f"works: {works}, ceiling body: {size} bytes; median round of each:")
 for name, (rate, p50, p99, failed, requests) in (("query API", api), ("no cache", uncached), ("ceiling", ceiling)):
     print(f"{name:>10}: {rate:>10,.0f} requests/s   p50 {p50:6.2f} ms   p99 {p99:6.2f} ms   "
@@ -131,4 +135,6 @@ print(f"     cache: {hits / max(hits + misses, 1):.4f} of {hits + misses:,.0f} d
 print(f"   batches: {batch[0]:,.0f} requests/s of 100 identifiers = {batch[0] * 100:,.0f} profiles/s, "
       f"{batch[0] * 100 / api[0]:.1f} times single lookups' {api[0]:,.0f}/s; p50 {batch[1]:.2f} ms, p99 {batch[2]:.2f} ms, "
       f"non-2xx {batch[3]}")
+print(f"  evidence: {evidence[0]:,.0f} signed packages/s ({evidence[0] / api[0]:.2f} of single lookups' rate); "
+      f"p50 {evidence[1]:.2f} ms, p99 {evidence[2]:.2f} ms, non-2xx {evidence[3]}")
 PY

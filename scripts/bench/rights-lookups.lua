@@ -2,10 +2,12 @@
 -- over the generated works (LCC-0000000000 to LCC-<works - 1>), with the key
 -- the benchmark issued. The same requests go to the constant-body ceiling.
 -- With BENCH_BATCH=N it sends batches instead: POST /rights/lookup naming N
--- random works.
+-- random works. With BENCH_SUFFIX=/evidence (or another sub-resource) it
+-- asks for that document of each random work.
 local works = tonumber(os.getenv("BENCH_WORKS") or "100000")
 local key = os.getenv("BENCH_API_KEY") or ""
 local batch = tonumber(os.getenv("BENCH_BATCH") or "0")
+local suffix = os.getenv("BENCH_SUFFIX") or ""
 local thread_count = 0
 
 function setup(thread)
@@ -27,7 +29,7 @@ end
 
 function request()
   if batch == 0 then
-    return wrk.format("GET", "/api/v1/public/v1/rights/" .. random_id())
+    return wrk.format("GET", "/api/v1/public/v1/rights/" .. random_id() .. suffix)
   end
   local ids = {}
   for index = 1, batch do
