@@ -9,6 +9,7 @@
 #   docker-compose  `config` checks docker-compose.yml (needs no engine)
 #   chromium        renders /api/docs headless
 #   wrk             drives the load benchmark's smoke test
+#   nginx           the shipped balancer configuration in front of two replicas
 #   tansu           the Kafka-protocol broker (scripts/install-tansu.sh)
 #   Python tools    tests/python-requirements.txt: the OpenAPI checkers, the
 #                   independent Kafka producer, hadolint
@@ -25,6 +26,7 @@ command -v promtool >/dev/null || missing_packages+=(prometheus)
 command -v docker-compose >/dev/null || missing_packages+=(docker-compose)
 command -v chromium >/dev/null || missing_packages+=(chromium)
 command -v wrk >/dev/null || missing_packages+=(wrk)
+[ -x /usr/sbin/nginx ] || command -v nginx >/dev/null || missing_packages+=(nginx)
 if ((${#missing_packages[@]})); then
     as_root=()
     [ "$(id -u)" -eq 0 ] || as_root=(sudo)

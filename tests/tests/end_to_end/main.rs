@@ -5,6 +5,7 @@
 
 mod api_access;
 mod api_conformance;
+mod balancer;
 mod catalogue_copy;
 mod concurrent_readers;
 mod conditional_requests;
