@@ -100,8 +100,12 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         "serving the public API"
     );
     telemetry::listening::announce(&[("public", listener.local_addr()?), ("admin", admin.local_addr()?)]);
-    let admin_server =
-        tokio::spawn(query_api::server::run_admin(admin, Arc::clone(&app), wait_for_stop(stopped.clone())));
+    // The admin listener outlives the public one, so that `/readyz` answers
+    // false while requests in flight finish.
+    let (stop_admin, admin_stopped) = tokio::sync::oneshot::channel::<()>();
+    let admin_server = tokio::spawn(query_api::server::run_admin(admin, Arc::clone(&app), async move {
+        let _ = admin_stopped.await;
+    }));
     let snapshots = cli.serve.snapshot_schedule(&cli.data_dir, &app.signer).map(|schedule| {
         tokio::spawn(run_snapshot_schedule(Arc::clone(&app.store), schedule, wait_for_stop(stopped.clone())))
     });
@@ -114,6 +118,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         snapshots.await.context("the snapshot task failed")?;
     }
     server.await.context("the server task failed")?.context("the server failed")?;
+    let _ = stop_admin.send(());
     admin_server.await.context("the admin task failed")?.context("the admin listener failed")?;
     projection.await.context("the projector task failed")?.context("the projector failed")?;
     Ok(())

@@ -40,6 +40,8 @@ pub struct Settings {
     pub trust_x_forwarded_for: bool,
     /// The address OAI-PMH's `Identify` names for the repository's administrator.
     pub oai_admin_email: String,
+    /// Timeouts and caps of the public listener's connections.
+    pub connections: crate::server::ConnectionSettings,
 }
 
 /// Everything a request handler needs.
@@ -57,6 +59,8 @@ pub struct App {
     /// The calendar time of answers computed at request time (a remaining
     /// term, a verification date): the system's, or a manual one in tests.
     pub clock: read_model::clock::Clock,
+    /// Set once shutdown begins: `/readyz` answers 503 from then on.
+    pub draining: Arc<std::sync::atomic::AtomicBool>,
     /// The served OpenAPI document, serialized by `routes::router` the first
     /// time it builds the router for this state (it depends on the settings).
     pub openapi_document: OnceLock<Bytes>,

@@ -15,6 +15,8 @@ use crate::keys::sandbox::SandboxKeys;
 use crate::keys::sandbox::secret_kept_in;
 use crate::metrics::{MeteredReads, Metrics};
 use crate::rate_limit::RateLimits;
+use crate::server::ConnectionSettings;
+use crate::server::open_files::{OpenFileLimits, raise_open_file_limit};
 use crate::signing::{KeyringSource, Signer, keyring_kept_in};
 use crate::snapshots::{DEFAULT_ROWS_PER_FILE, SnapshotLibrary, SnapshotSchedule};
 
@@ -69,7 +71,32 @@ pub struct ServeConfig {
     pub snapshot_rows_per_file: u64,
     #[command(flatten)]
     pub signing_keys: SigningKeysArguments,
+    /// Seconds a connection may take to send a request head, counted from
+    /// its opening and again from each answer (so also the longest a
+    /// keep-alive connection stays idle); then it is closed.
+    #[arg(long, env = "LCC_HEADER_READ_TIMEOUT_SECONDS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=30))]
+    pub header_read_timeout_seconds: u64,
+    /// Seconds a request may take to be answered; then it gets 503
+    /// (`request_timeout`). A streamed file body may take longer.
+    #[arg(long, env = "LCC_REQUEST_TIMEOUT_SECONDS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
+    pub request_timeout_seconds: u64,
+    /// Connections open at once; kept below the open-file limit, which the
+    /// process raises to its hard limit at start. Past it, connections are
+    /// closed at once.
+    #[arg(long, env = "LCC_MAX_CONNECTIONS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_connections: u64,
+    /// Connections open at once from one client address (behind a balancer,
+    /// its address: set this as high as `--max-connections` there).
+    #[arg(long, env = "LCC_MAX_CONNECTIONS_PER_ADDRESS", default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_connections_per_address: u64,
+    /// Seconds requests in flight may take to finish once shutdown begins.
+    #[arg(long, env = "LCC_SHUTDOWN_GRACE_SECONDS", default_value_t = 10)]
+    pub shutdown_grace_seconds: u64,
 }
+
+/// File descriptors kept for the store, the snapshot files and the admin
+/// listener when the connection cap is fitted under the open-file limit.
+const DESCRIPTORS_KEPT_BESIDE_CONNECTIONS: u64 = 256;
 
 /// Where the keyring that signs evidence packages and snapshot manifests is.
 #[derive(Debug, Clone, clap::Args)]
@@ -133,6 +160,29 @@ impl ServeConfig {
         })
     }
 
+    /// The listener's timeouts and caps, with the total cap fitted under
+    /// the open-file limit the process has after raising it.
+    pub fn connection_settings(&self, open_files: &OpenFileLimits) -> ConnectionSettings {
+        let fitting =
+            open_files.soft.map_or(u64::MAX, |limit| limit.saturating_sub(DESCRIPTORS_KEPT_BESIDE_CONNECTIONS));
+        let max_connections = self.max_connections.min(fitting).max(1);
+        if max_connections < self.max_connections {
+            tracing::warn!(
+                asked = self.max_connections,
+                max_connections,
+                "the connection cap is lowered to fit the open-file limit"
+            );
+        }
+        let as_usize = |value: u64| usize::try_from(value).unwrap_or(usize::MAX);
+        ConnectionSettings {
+            header_read_timeout: Duration::from_secs(self.header_read_timeout_seconds),
+            request_timeout: Duration::from_secs(self.request_timeout_seconds),
+            max_connections: as_usize(max_connections),
+            max_connections_per_address: as_usize(self.max_connections_per_address.min(max_connections)),
+            shutdown_grace: Duration::from_secs(self.shutdown_grace_seconds),
+        }
+    }
+
     /// The application state over `store`, whose production keys it reads;
     /// a generated sandbox key secret is kept in `data_dir`. Spawns the task
     /// that keeps the keys fresh, so it runs on a Tokio runtime.
@@ -164,9 +214,11 @@ impl ServeConfig {
                 bulk_max_limit: self.bulk_max_limit,
                 trust_x_forwarded_for: self.trust_x_forwarded_for,
                 oai_admin_email: self.oai_admin_email.clone(),
+                connections: self.connection_settings(&raise_open_file_limit()),
             },
             snapshots: self.snapshot_library(data_dir),
             signer,
+            draining: Default::default(),
             clock: read_model::clock::Clock::system(),
             openapi_document: Default::default(),
         }))

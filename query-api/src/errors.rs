@@ -48,6 +48,8 @@ pub enum ApiError {
     BatchOverQuota { cost: u32, limit: u32 },
     #[error("the read model is unavailable; retry shortly")]
     Unavailable,
+    #[error("the answer took longer than {0} s; retry shortly")]
+    RequestTimeout(u64),
     #[error("internal error")]
     Internal,
 }
@@ -67,7 +69,7 @@ impl ApiError {
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::RateLimited { .. } | ApiError::BatchOverQuota { .. } => StatusCode::TOO_MANY_REQUESTS,
-            ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Unavailable | ApiError::RequestTimeout(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -93,6 +95,7 @@ impl ApiError {
             ApiError::RateLimited { .. } => "rate_limited",
             ApiError::BatchOverQuota { .. } => "batch_over_quota",
             ApiError::Unavailable => "service_unavailable",
+            ApiError::RequestTimeout(_) => "request_timeout",
             ApiError::Internal => "internal_error",
         }
     }

@@ -17,6 +17,7 @@ pub mod metrics;
 pub mod oai;
 pub mod provenance_chain;
 pub mod rate_limit;
+pub mod request_timeout;
 pub mod request_tracing;
 pub mod routes;
 pub mod server;

@@ -315,8 +315,12 @@ async fn serve(arguments: ServeArguments) -> anyhow::Result<()> {
     let wait_for_stop = |mut stopped: tokio::sync::watch::Receiver<bool>| async move {
         let _ = stopped.wait_for(|stop| *stop).await;
     };
-    let admin_server =
-        tokio::spawn(query_api::server::run_admin(admin, Arc::clone(&app), wait_for_stop(stopped.clone())));
+    // The admin listener outlives the public one, so that `/readyz` answers
+    // false while requests in flight finish.
+    let (stop_admin, admin_stopped) = tokio::sync::oneshot::channel::<()>();
+    let admin_server = tokio::spawn(query_api::server::run_admin(admin, Arc::clone(&app), async move {
+        let _ = admin_stopped.await;
+    }));
     let snapshots = arguments.config.snapshot_schedule(&arguments.store.data_dir, &app.signer).map(|schedule| {
         tokio::spawn(run_snapshot_schedule(Arc::clone(&app.store), schedule, wait_for_stop(stopped.clone())))
     });
@@ -327,5 +331,6 @@ async fn serve(arguments: ServeArguments) -> anyhow::Result<()> {
         snapshots.await.context("the snapshot task failed")?;
     }
     public_server.await.context("the server task failed")?.context("the server failed")?;
+    let _ = stop_admin.send(());
     admin_server.await.context("the admin task failed")?.context("the admin listener failed")
 }

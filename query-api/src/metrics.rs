@@ -4,6 +4,7 @@
 //! Routes are labelled by their template (`/rights/{lccId}`), never by the
 //! concrete path, so label cardinality stays fixed.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
@@ -34,6 +35,8 @@ pub struct Metrics {
     authentication_failures: IntCounter,
     store_latency: HistogramVec,
     document_cache: DocumentCacheMetrics,
+    connections_open: IntGauge,
+    connections_refused: IntCounterVec,
 }
 
 /// The store's document cache, copied from its own counters at each scrape.
@@ -80,6 +83,14 @@ impl Metrics {
             bytes: IntGauge::new("lcc_document_cache_bytes", "Bytes of documents held in memory.")?,
             catching_up: Mutex::new(()),
         };
+        let connections_open = IntGauge::new("lcc_http_connections_open", "Connections the public listener holds.")?;
+        let connections_refused = IntCounterVec::new(
+            Opts::new(
+                "lcc_http_connections_refused_total",
+                "Connections closed at once, over the total or the per-address cap.",
+            ),
+            &["reason"],
+        )?;
         let build_info =
             IntGaugeVec::new(Opts::new("lcc_build_info", "Always 1; labels name the running build."), &["version"])?;
         build_info.with_label_values(&[env!("CARGO_PKG_VERSION")]).set(1);
@@ -92,6 +103,8 @@ impl Metrics {
         registry.register(Box::new(document_cache.misses.clone()))?;
         registry.register(Box::new(document_cache.resets.clone()))?;
         registry.register(Box::new(document_cache.bytes.clone()))?;
+        registry.register(Box::new(connections_open.clone()))?;
+        registry.register(Box::new(connections_refused.clone()))?;
         registry.register(Box::new(build_info))?;
         Ok(Metrics {
             registry,
@@ -101,7 +114,22 @@ impl Metrics {
             authentication_failures,
             store_latency,
             document_cache,
+            connections_open,
+            connections_refused,
         })
+    }
+
+    pub fn connection_opened(&self) {
+        self.connections_open.inc();
+    }
+
+    pub fn connection_closed(&self) {
+        self.connections_open.dec();
+    }
+
+    /// A connection closed at once; `reason` is `total` or `per_address`.
+    pub fn connection_refused(&self, reason: &str) {
+        self.connections_refused.with_label_values(&[reason]).inc();
     }
 
     /// Brings the document cache series up to the store's counters.
@@ -150,8 +178,9 @@ pub async fn track(State(metrics): State<Arc<Metrics>>, request: Request, next: 
     response
 }
 
-/// The admin listener's router: `/metrics`, `/healthz`, `/readyz` (the store answers).
-pub fn admin_router(metrics: Arc<Metrics>, store: Arc<dyn DocumentReads>) -> Router {
+/// The admin listener's router: `/metrics`, `/healthz`, `/readyz` (the
+/// store answers, and the public listener is not draining for shutdown).
+pub fn admin_router(metrics: Arc<Metrics>, store: Arc<dyn DocumentReads>, draining: Arc<AtomicBool>) -> Router {
     let scraped_store = Arc::clone(&store);
     telemetry::admin::router(
         move || {
@@ -162,7 +191,13 @@ pub fn admin_router(metrics: Arc<Metrics>, store: Arc<dyn DocumentReads>) -> Rou
         },
         move || {
             let store = Arc::clone(&store);
-            async move { store.ping().await.map_err(|error| error.to_string()) }
+            let draining = draining.load(Ordering::Acquire);
+            async move {
+                if draining {
+                    return Err("shutting down: the public listener no longer accepts connections".to_owned());
+                }
+                store.ping().await.map_err(|error| error.to_string())
+            }
         },
     )
 }

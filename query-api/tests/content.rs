@@ -222,6 +222,7 @@ async fn a_store_without_an_active_model_answers_503_and_recovers_without_restar
         metrics: Arc::clone(&service.app.metrics),
         snapshots: service.app.snapshots.clone(),
         signer: Arc::clone(&service.app.signer),
+        draining: Default::default(),
         clock: service.app.clock.clone(),
         openapi_document: Default::default(),
     });

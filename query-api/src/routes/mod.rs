@@ -84,6 +84,10 @@ pub fn router(app: Arc<App>) -> Router {
     router
         .fallback(unknown_route)
         .layer(axum::middleware::from_fn(crate::conditional::conditional))
+        .layer(axum::middleware::from_fn_with_state(
+            app.settings.connections.request_timeout,
+            crate::request_timeout::limit,
+        ))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(axum::middleware::from_fn_with_state(metrics, crate::metrics::track))
         .layer(axum::middleware::from_fn(crate::request_tracing::trace))

@@ -77,9 +77,11 @@ fn app(
             bulk_max_limit: 1_000,
             trust_x_forwarded_for: behind_proxy,
             oai_admin_email: "registry@example.org".into(),
+            connections: Default::default(),
         },
         snapshots: query_api::snapshots::SnapshotLibrary::new(store.directory().join("snapshots")),
         signer: query_api::signing::Signer::of(&signing_keyring()),
+        draining: Default::default(),
         clock,
         openapi_document: Default::default(),
     })
