@@ -27,3 +27,4 @@ mod rate_limit_flood;
 mod sandbox_fixtures;
 mod service;
 mod signed_evidence;
+mod stalled_connections;

@@ -6,7 +6,7 @@
 use std::io::{Read, Write};
 use std::net::TcpStream;
 
-use end_to_end_tests::{BASE_PATH, RunningService};
+use end_to_end_tests::{BASE_PATH, RunningService, resident_kib};
 
 const ADDRESSES: u32 = 200_000;
 const CONNECTIONS: u32 = 4;
@@ -84,14 +84,4 @@ fn flood(address: &str, connection: u32) -> u32 {
         }
     }
     answered_200
-}
-
-/// The resident set size of a process, in KiB.
-fn resident_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("the process's status");
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
-        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmRSS")
 }
