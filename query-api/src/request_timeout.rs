@@ -23,3 +23,32 @@ pub async fn limit(State(timeout): State<Duration>, request: Request, next: Next
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use axum::Router;
+    use axum::body::Body;
+    use axum::http::{Request as HttpRequest, StatusCode};
+    use axum::routing::get;
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn an_answer_that_does_not_come_in_time_is_a_503_problem() {
+        let router = Router::new()
+            .route("/never", get(std::future::pending::<&'static str>))
+            .route("/at-once", get(|| async { "done" }))
+            .layer(axum::middleware::from_fn_with_state(Duration::from_millis(20), limit));
+        let get = |path: &str| router.clone().oneshot(HttpRequest::get(path).body(Body::empty()).expect("request"));
+        let answered = get("/at-once").await.expect("infallible");
+        assert_eq!(answered.status(), StatusCode::OK);
+        let timed_out = get("/never").await.expect("infallible");
+        assert_eq!(timed_out.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(timed_out.headers()["content-type"], "application/problem+json");
+        let body = timed_out.into_body().collect().await.expect("body").to_bytes();
+        let problem: serde_json::Value = serde_json::from_slice(&body).expect("json");
+        assert_eq!(problem["code"], "request_timeout");
+    }
+}

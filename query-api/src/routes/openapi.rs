@@ -182,7 +182,12 @@ fn add_common_responses(operation: &mut Operation) {
     responses
         .entry("500".into())
         .or_insert_with(|| problem_response("An unexpected failure; the body carries no internals."));
-    responses.entry("503".into()).or_insert_with(|| problem_response("The read model is unavailable; retry shortly."));
+    responses.entry("503".into()).or_insert_with(|| {
+        problem_response(
+            "The read model is unavailable (`service_unavailable`), or the answer took longer than the request timeout \
+             (`request_timeout`); retry shortly.",
+        )
+    });
 }
 
 fn string_header(description: &str) -> Header {
