@@ -69,7 +69,10 @@ lists them with the scenario each demonstrates. Responses of the sandbox and of 
 Every limited response carries `X-RateLimit-Limit`, `X-RateLimit-Remaining` and `X-RateLimit-Reset` (whole seconds \
 until the quota is fully restored); over the limit the answer is 429 with `Retry-After`. Every failure is an RFC 9457 \
 `application/problem+json` body with a stable `code`. Every answer carries `x-request-id`: the one the request \
-carried, when well formed, or a new one; quote it when you report a problem."
+carried, when well formed, or a new one; quote it when you report a problem.\n\nPages on any origin may call the API: \
+every answer carries `Access-Control-Allow-Origin: *` and exposes `X-RateLimit-*`, `ETag`, `Last-Modified`, \
+`Retry-After` and `x-request-id` to scripts; a preflight (`OPTIONS`) takes no key and no quota. Keys travel in a \
+header, never in cookies. Every answer carries `X-Content-Type-Options: nosniff`."
     ),
     tags(
         (name = "Rights", description = "Rights profiles, verification and evidence packages of works."),

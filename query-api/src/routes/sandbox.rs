@@ -6,7 +6,7 @@ use std::sync::Arc;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use read_model::calendar::Timestamp;
 use read_model::documents::SandboxFixture;
@@ -99,7 +99,8 @@ pub fn is_plausible_email(email: &str) -> bool {
     description = "Issues a sandbox key at once: every scope, sandbox records only, valid for a fixed number of days. The key is shown only in this response. Takes no key; limited per client address.",
     request_body(content = Registration, content_type = "application/json"),
     responses(
-        (status = 201, description = "The new sandbox key.", body = SandboxKey),
+        (status = 201, description = "The new sandbox key.", body = SandboxKey,
+         headers(("Cache-Control" = String, description = "`no-store`: the answer carries a key."))),
         (status = 400, description = "The body is not a JSON object with a plausible `email`.", body = crate::errors::Problem, content_type = "application/problem+json"),
         (status = 413, description = "The body is larger than 4 KiB.", body = crate::errors::Problem, content_type = "application/problem+json"),
         (status = 415, description = "The body is not `application/json`.", body = crate::errors::Problem, content_type = "application/problem+json"),
@@ -135,7 +136,10 @@ pub async fn register(
             rate_limit_per_minute: app.sandbox_keys.rate_limit,
             expires_at: Timestamp(i64::try_from(issued.expires_at_unix).unwrap_or(i64::MAX) * 1000),
         };
-        json_of(StatusCode::CREATED, &key)
+        // The answer carries a key: no cache, shared or private, may keep it.
+        let mut response = json_of(StatusCode::CREATED, &key)?;
+        response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        Ok(response)
     })();
     with_rate_headers(result.unwrap_or_else(IntoResponse::into_response), &rate)
 }

@@ -10,6 +10,7 @@ mod catalogue_copy;
 mod concurrent_readers;
 mod conditional_requests;
 mod crash_and_resume;
+mod cross_origin_page;
 mod dead_letters;
 mod deployment_files;
 mod graceful_shutdown;
