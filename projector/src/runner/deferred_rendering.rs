@@ -49,9 +49,11 @@ pub(super) async fn render_deferred(
         chunks.push_back(deferred.next_documents(documents_per_write));
     }
     let render = |documents: DocumentsToRender| {
-        let (store, version) = (Arc::clone(writing.store), writing.version);
+        let (store, version, give_up) = (Arc::clone(writing.store), writing.version, writing.give_up.clone());
         let task = async move {
-            let write = while_store_unavailable(|| render_documents(store.as_ref(), version, documents.clone())).await;
+            let write =
+                while_store_unavailable(&give_up, || render_documents(store.as_ref(), version, documents.clone()))
+                    .await;
             (documents, write)
         };
         tokio::spawn(tracing::Instrument::instrument(task, tracing::Span::current()))
@@ -72,7 +74,7 @@ pub(super) async fn render_deferred(
         let (last_recorded_at, since) = if rendering.is_empty() && chunks.is_empty() {
             let released = deferred.release();
             write.checkpoints = released.checkpoints;
-            while_sink_unavailable(|| dead_letters.flush()).await?;
+            while_sink_unavailable(writing.give_up, || dead_letters.flush()).await?;
             (released.last_recorded_at, released.since.unwrap_or(started))
         } else {
             (Vec::new(), started)

@@ -21,6 +21,12 @@
 //! Where it starts: the store's checkpoints. A restart after a crash at any
 //! point reads again exactly the events whose effects did not commit.
 //!
+//! Stopping: a shutdown request is seen at every wait of the loop, not only
+//! between batches ([`StopRequest`]). The reader stops, what it sent is
+//! written while the store takes it, and a wait for an unavailable store or
+//! sink gives up at once instead of retrying, so the loop ends within one
+//! store call; what was not written is read again after a restart.
+//!
 //! It must not decode events or know a source's transport: sources hand it
 //! [`SourceMessage`]s, and sinks park what it rejects.
 
@@ -31,12 +37,14 @@ mod writing;
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use read_model::calendar::Timestamp;
 use read_model::{ModelVersion, Store};
+use tokio::sync::watch;
 use tracing::Instrument;
 
 use self::deferred_rendering::{CONCURRENT_RENDERS, render_deferred};
@@ -119,6 +127,8 @@ pub async fn run(
 ) -> anyhow::Result<RunTotals> {
     let SourceFeed { source_id, mut receiver, stop, reader } = feed;
     tokio::pin!(shutdown);
+    let (tell_waits, give_up) = watch::channel(false);
+    let mut stop_request = StopRequest { shutdown, requested: false, reader: Arc::clone(&stop), waits: tell_waits };
     let mut stopping = false;
     let mut committed = Committed::default();
     let started = Instant::now();
@@ -135,16 +145,16 @@ pub async fn run(
         source_id: &source_id,
         observer: observer.as_ref(),
         change_feed_retention: options.change_feed_retention,
+        give_up: &give_up,
     };
     loop {
         let linger_deadline = tokio::time::Instant::from_std(batch_started + options.linger);
         let render_deadline = deferred.deadline(options.render_deferral).map(tokio::time::Instant::from_std);
         let step = tokio::select! {
             biased;
-            () = &mut shutdown, if !stopping => {
-                tracing::info!("shutdown requested: writing what the source has sent");
+            () = stop_request.shutdown.as_mut(), if !stop_request.requested => {
+                stop_request.request();
                 stopping = true;
-                stop.store(true, Ordering::Relaxed);
                 continue;
             }
             message = receiver.recv() => Step::Received(message),
@@ -197,15 +207,18 @@ pub async fn run(
                 if keep_deferring || deferred.is_waiting() { Rendering::Deferred } else { Rendering::InBatch };
             let pending = in_flight.as_ref().map(|write| Arc::clone(&write.batch));
             let read_after = committed.last_mark;
-            let mut outcome = while_store_unavailable(|| {
-                project_batch(store.as_ref(), version, &source_id, &batch, pending.as_deref(), rendering)
-            })
-            .instrument(span.clone())
-            .await?;
+            let mut outcome = stop_request
+                .minding(
+                    while_store_unavailable(&give_up, || {
+                        project_batch(store.as_ref(), version, &source_id, &batch, pending.as_deref(), rendering)
+                    })
+                    .instrument(span.clone()),
+                )
+                .await?;
             outcome.write.read_set.read_after = read_after;
             let parked = with_originals(&outcome.parked, &batch);
-            while_sink_unavailable(|| dead_letters.park(&source_id, &parked)).await?;
-            committed.finish(in_flight.take(), observer.as_ref()).await?;
+            stop_request.minding(while_sink_unavailable(&give_up, || dead_letters.park(&source_id, &parked))).await?;
+            stop_request.minding(committed.finish(in_flight.take(), observer.as_ref())).await?;
             let mut last_recorded_at = last_recorded_at(&batch);
             if rendering == Rendering::Deferred {
                 deferred.hold(&mut outcome, &last_recorded_at, batch_started);
@@ -215,26 +228,29 @@ pub async fn run(
             let reprojection = Reprojection::Events { events, rendering };
             let progress = Progress { last_recorded_at, started: batch_started, awaiting: deferred.document_count() };
             if !outcome.write.checkpoints.is_empty() {
-                while_sink_unavailable(|| dead_letters.flush()).await?;
+                stop_request.minding(while_sink_unavailable(&give_up, || dead_letters.flush())).await?;
             }
             in_flight = Some(span.in_scope(|| writing.start(reprojection, outcome, progress)));
         }
         if flush && !keep_deferring && deferred.is_waiting() {
             let span = tracing::info_span!("deferred documents", documents = deferred.document_count());
-            in_flight = render_deferred(
-                &writing,
-                dead_letters.as_mut(),
-                &mut deferred,
-                in_flight,
-                &mut committed,
-                (options.batch_size / CONCURRENT_RENDERS)
-                    .clamp(1, options.render_deferral.max_documents_per_write.max(1)),
-            )
-            .instrument(span)
-            .await?;
+            in_flight = stop_request
+                .minding(
+                    render_deferred(
+                        &writing,
+                        dead_letters.as_mut(),
+                        &mut deferred,
+                        in_flight,
+                        &mut committed,
+                        (options.batch_size / CONCURRENT_RENDERS)
+                            .clamp(1, options.render_deferral.max_documents_per_write.max(1)),
+                    )
+                    .instrument(span),
+                )
+                .await?;
         }
         if let Some(reply) = barrier {
-            committed.finish(in_flight.take(), observer.as_ref()).await?;
+            stop_request.minding(committed.finish(in_flight.take(), observer.as_ref())).await?;
             let checkpoints = store.checkpoints(version, &source_id).await.map_err(|error| error.to_string());
             // The source may have gone away meanwhile; then nobody waits for the answer.
             let _ = reply.send(checkpoints);
@@ -243,7 +259,7 @@ pub async fn run(
             break;
         }
     }
-    committed.finish(in_flight.take(), observer.as_ref()).await?;
+    stop_request.minding(committed.finish(in_flight.take(), observer.as_ref())).await?;
     drop(receiver);
     let _ = reader.join();
     let totals = committed.totals;
@@ -261,6 +277,45 @@ pub async fn run(
         "projection finished"
     );
     Ok(totals)
+}
+
+/// The shutdown request as the loop sees it: the shutdown future until it
+/// resolves, then a stop the reader and every wait are told of.
+struct StopRequest<'a, Shutdown: Future<Output = ()>> {
+    shutdown: Pin<&'a mut Shutdown>,
+    requested: bool,
+    /// The reader's stop flag.
+    reader: Arc<AtomicBool>,
+    /// What the waits of `retry` watch.
+    waits: watch::Sender<bool>,
+}
+
+impl<Shutdown: Future<Output = ()>> StopRequest<'_, Shutdown> {
+    fn request(&mut self) {
+        tracing::info!(
+            "shutdown requested: writing what the source has sent, without waiting for an unavailable store"
+        );
+        self.requested = true;
+        self.reader.store(true, Ordering::Relaxed);
+        let _ = self.waits.send(true);
+    }
+
+    /// Awaits `work`; a shutdown that arrives meanwhile is requested at once,
+    /// so that the waits inside `work` give up.
+    async fn minding<T>(&mut self, work: impl Future<Output = T>) -> T {
+        if self.requested {
+            return work.await;
+        }
+        tokio::pin!(work);
+        tokio::select! {
+            biased;
+            value = &mut work => value,
+            () = self.shutdown.as_mut() => {
+                self.request();
+                work.await
+            }
+        }
+    }
 }
 
 /// What woke the loop.

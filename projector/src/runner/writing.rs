@@ -18,7 +18,7 @@ use tracing::Instrument;
 
 use super::RunTotals;
 use super::observer::{BatchObserver, CommittedBatch};
-use super::retry::while_store_unavailable;
+use super::retry::{GiveUp, while_store_unavailable};
 use crate::projection::batch::{BatchOutcome, DocumentsToRender, Rendering, project_batch, render_documents};
 use crate::source::{Partition, SourcedEvent};
 
@@ -29,6 +29,8 @@ pub(super) struct Writing<'a> {
     pub(super) source_id: &'a str,
     pub(super) observer: &'a dyn BatchObserver,
     pub(super) change_feed_retention: std::time::Duration,
+    /// Set when the projector is asked to stop: writes stop waiting for the store.
+    pub(super) give_up: &'a GiveUp,
 }
 
 impl Writing<'_> {
@@ -43,8 +45,12 @@ impl Writing<'_> {
             batches: 1,
             write_conflicts: 0,
         };
-        let target =
-            WriteTarget { store: Arc::clone(self.store), version: self.version, source_id: self.source_id.to_owned() };
+        let target = WriteTarget {
+            store: Arc::clone(self.store),
+            version: self.version,
+            source_id: self.source_id.to_owned(),
+            give_up: self.give_up.clone(),
+        };
         let write = write_until_fresh(target, reprojection, Arc::clone(&batch));
         let task = tokio::spawn(write.instrument(tracing::Span::current()));
         InFlight { batch, task, totals, progress }
@@ -84,6 +90,7 @@ struct WriteTarget {
     store: Arc<dyn Store>,
     version: ModelVersion,
     source_id: String,
+    give_up: GiveUp,
 }
 
 /// What the write task needs to project a batch again after a write conflict.
@@ -112,12 +119,12 @@ async fn write_until_fresh(
     reprojection: Reprojection,
     first: Arc<WriteBatch>,
 ) -> Result<Written, StoreError> {
-    let WriteTarget { store, version, source_id } = target;
+    let WriteTarget { store, version, source_id, give_up } = target;
     let store = store.as_ref();
     let mut batch = first;
     let mut written = Written::default();
     loop {
-        let applied = while_store_unavailable(|| store.apply_batch(version, Arc::clone(&batch))).await;
+        let applied = while_store_unavailable(&give_up, || store.apply_batch(version, Arc::clone(&batch))).await;
         let next = match applied {
             Ok(applied) if applied.stale.is_empty() => return Ok(Written { mark: applied.mark, ..written }),
             Ok(applied) => {
@@ -126,13 +133,13 @@ async fn write_until_fresh(
                     "another projector changed their inputs; rendering again"
                 );
                 let stale = DocumentsToRender::of(&applied.stale);
-                while_store_unavailable(|| render_documents(store, version, stale.clone())).await?
+                while_store_unavailable(&give_up, || render_documents(store, version, stale.clone())).await?
             }
             Err(StoreError::WriteConflict(what)) => {
                 tracing::info!(%what, "another projector changed the batch's inputs; projecting it again");
                 match &reprojection {
                     Reprojection::Events { events, rendering } => {
-                        let outcome = while_store_unavailable(|| {
+                        let outcome = while_store_unavailable(&give_up, || {
                             project_batch(store, version, &source_id, events, None, *rendering)
                         })
                         .await?;
@@ -142,7 +149,8 @@ async fn write_until_fresh(
                     Reprojection::Documents(documents) => {
                         let checkpoints = batch.checkpoints.clone();
                         let write =
-                            while_store_unavailable(|| render_documents(store, version, documents.clone())).await?;
+                            while_store_unavailable(&give_up, || render_documents(store, version, documents.clone()))
+                                .await?;
                         WriteBatch { checkpoints, ..write }
                     }
                 }

@@ -29,3 +29,4 @@ mod sandbox_fixtures;
 mod service;
 mod signed_evidence;
 mod stalled_connections;
+mod stop_while_waiting;

@@ -5,7 +5,9 @@
 mod arguments;
 mod project;
 
+use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::Parser;
@@ -31,21 +33,27 @@ fn main() -> anyhow::Result<()> {
     runtime.block_on(async move {
         match cli.command {
             Command::Run(arguments) => {
-                let store = open_store(&arguments.store, true).await?;
-                let version = choose_version(store.as_ref(), arguments.model_version).await?;
-                project(store, &arguments.store, version, &arguments.source, &arguments.tuning, false).await
+                within_stop_bound(async {
+                    let store = open_store(&arguments.store, true).await?;
+                    let version = choose_version(store.as_ref(), arguments.model_version).await?;
+                    project(store, &arguments.store, version, &arguments.source, &arguments.tuning, false).await
+                })
+                .await
             }
             Command::Rebuild(arguments) => {
-                let store = open_store(&arguments.store, true).await?;
-                let version = ModelVersion(arguments.into);
-                if store.active_model_version().await? == Some(version) {
-                    bail!("model version {version} is active; rebuild into a new version");
-                }
-                store.create_model_version(version).await.context("failed to create the model version")?;
-                let mut tuning = arguments.tuning;
-                // A group of its own: the rebuild reads every partition from the start, beside the live group.
-                tuning.kafka.kafka_group_id = format!("{}.rebuild-v{}", tuning.kafka.kafka_group_id, version.0);
-                project(store, &arguments.store, version, &arguments.source, &tuning, true).await
+                within_stop_bound(async {
+                    let store = open_store(&arguments.store, true).await?;
+                    let version = ModelVersion(arguments.into);
+                    if store.active_model_version().await? == Some(version) {
+                        bail!("model version {version} is active; rebuild into a new version");
+                    }
+                    store.create_model_version(version).await.context("failed to create the model version")?;
+                    let mut tuning = arguments.tuning;
+                    // A group of its own: the rebuild reads every partition from the start, beside the live group.
+                    tuning.kafka.kafka_group_id = format!("{}.rebuild-v{}", tuning.kafka.kafka_group_id, version.0);
+                    project(store, &arguments.store, version, &arguments.source, &tuning, true).await
+                })
+                .await
             }
             Command::Activate(arguments) => {
                 let store = open_store(&arguments.store, false).await?;
@@ -85,6 +93,27 @@ fn main() -> anyhow::Result<()> {
             }
         }
     })
+}
+
+/// The longest `run` and `rebuild` go on after SIGTERM or Ctrl-C.
+const STOP_BOUND: Duration = Duration::from_secs(15);
+
+/// Runs a long-running command to its end or, once a stop signal has come,
+/// for at most [`STOP_BOUND`] more. The loop itself stops within one store
+/// call; this bounds what it does not see, such as a store that never
+/// answers while being opened. Leaving loses nothing: what did not commit
+/// is read again after a restart, from the store's checkpoints.
+async fn within_stop_bound(command: impl Future<Output = anyhow::Result<()>>) -> anyhow::Result<()> {
+    tokio::select! {
+        result = command => result,
+        () = async {
+            telemetry::shutdown::signal().await;
+            tokio::time::sleep(STOP_BOUND).await;
+        } => bail!(
+            "still running {} s after the stop signal; leaving: a restart resumes from the store's checkpoints",
+            STOP_BOUND.as_secs()
+        ),
+    }
 }
 
 /// Opens the store and brings its schema up to date. Long-running commands
