@@ -20,9 +20,15 @@
 //! not changed), `If-Modified-Since` answers 304 too, unless the request
 //! also has `If-None-Match`, which takes precedence (RFC 9110, 13.2.2).
 //!
+//! Every answer is also compressed here when the request accepts a coding
+//! (`crate::compression`): a compressed representation's tag is the
+//! identity tag marked with its coding (`"…-gzip"`), so a cache never takes
+//! one coding's bytes for another's tag, and `If-None-Match` with it is
+//! answered 304 when the same coding is negotiated again.
+//!
 //! Answers streamed from disk (snapshot files) carry their own tag and
 //! handle their conditions themselves; this layer leaves any answer that
-//! already has a tag alone.
+//! already has a tag alone, and sends those files as they are.
 
 use std::hash::{BuildHasher, Hasher};
 
@@ -34,8 +40,14 @@ use axum::response::{IntoResponse, Response};
 use foldhash::quality::FixedState;
 use http_body_util::BodyExt;
 
-/// `Vary`: answers depend on the key (its audience and scopes) and on `Accept`.
-const VARY: &str = "accept, x-api-key";
+use crate::compression::{self, Encoding};
+
+/// `Vary`: answers depend on the key (its audience and scopes), on `Accept`
+/// and, through their coding, on `Accept-Encoding`.
+const VARY: &str = "accept, accept-encoding, x-api-key";
+
+/// Bodies at least this large are compressed off the request threads.
+const COMPRESSED_ON_A_BLOCKING_THREAD_FROM: usize = 64 * 1024;
 
 /// Keyed answers belong to one client: no shared cache keeps them, and the
 /// client revalidates before it reuses one. Keyless answers may be shared.
@@ -47,17 +59,27 @@ const KEYLESS_CACHE_CONTROL: &str = "public, no-cache";
 #[derive(Debug, Clone)]
 pub struct StatedContent(pub Bytes);
 
-/// Adds the tag to a `GET` answer, and answers 304 when the client holds it.
+/// Adds the tag to a `GET` answer, compresses any answer as the request
+/// accepts, and answers 304 when the client holds the tag.
 pub async fn conditional(request: Request, next: Next) -> Response {
+    let encoding = request
+        .headers()
+        .get(header::ACCEPT_ENCODING)
+        .and_then(|value| value.to_str().ok())
+        .and_then(compression::negotiate);
     if request.method() != Method::GET {
-        return next.run(request).await;
+        return compressed_untagged(next.run(request).await, encoding).await;
     }
     let if_none_match = request.headers().get(header::IF_NONE_MATCH).cloned();
     let if_modified_since = request.headers().get(header::IF_MODIFIED_SINCE).cloned();
     let key_kind = key_kind(request.headers());
     let response = next.run(request).await;
-    if response.status() != StatusCode::OK || response.headers().contains_key(header::ETAG) {
+    // Streamed files carry their own tag and are already compressed files.
+    if response.headers().contains_key(header::ETAG) {
         return response;
+    }
+    if response.status() != StatusCode::OK {
+        return compressed_untagged(response, encoding).await;
     }
     let (mut parts, body) = response.into_parts();
     let Ok(collected) = body.collect().await else {
@@ -65,10 +87,19 @@ pub async fn conditional(request: Request, next: Next) -> Response {
     };
     let bytes = collected.to_bytes();
     let content_type = parts.headers.get(header::CONTENT_TYPE).map(HeaderValue::as_bytes).unwrap_or_default();
-    let tag = match parts.extensions.remove::<StatedContent>() {
+    let mut tag = match parts.extensions.remove::<StatedContent>() {
         Some(StatedContent(stated)) => format!("W/{}", entity_tag(key_kind, content_type, &stated)),
         None => entity_tag(key_kind, content_type, &bytes),
     };
+    let mut body = bytes;
+    if let Some(encoding) = encoding.filter(|_| worth_compressing(&parts.headers, &body))
+        && let Some(compressed) = compress(encoding, body.clone()).await
+    {
+        tag = with_coding(&tag, encoding);
+        parts.headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static(encoding.token()));
+        parts.headers.remove(header::CONTENT_LENGTH);
+        body = compressed;
+    }
     let cache_control = if key_kind == KeyKind::None { KEYLESS_CACHE_CONTROL } else { KEYED_CACHE_CONTROL };
     if !parts.headers.contains_key(header::CACHE_CONTROL) {
         parts.headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache_control));
@@ -86,9 +117,71 @@ pub async fn conditional(request: Request, next: Next) -> Response {
         parts.status = StatusCode::NOT_MODIFIED;
         parts.headers.remove(header::CONTENT_TYPE);
         parts.headers.remove(header::CONTENT_LENGTH);
+        parts.headers.remove(header::CONTENT_ENCODING);
         return Response::from_parts(parts, Body::empty());
     }
-    Response::from_parts(parts, Body::from(bytes))
+    Response::from_parts(parts, Body::from(body))
+}
+
+/// A JSON or XML body of at least the compression minimum, not yet coded.
+fn worth_compressing(headers: &HeaderMap, body: &[u8]) -> bool {
+    body.len() >= compression::MINIMUM_BYTES
+        && !headers.contains_key(header::CONTENT_ENCODING)
+        && headers.get(header::CONTENT_TYPE).is_some_and(|value| compression::is_compressible(value.as_bytes()))
+}
+
+/// `body` in `encoding`; `None` (send it as it is) if the coder fails.
+async fn compress(encoding: Encoding, body: Bytes) -> Option<Bytes> {
+    let coded = if body.len() >= COMPRESSED_ON_A_BLOCKING_THREAD_FROM {
+        tokio::task::spawn_blocking(move || encoding.compress(&body)).await.ok()?
+    } else {
+        encoding.compress(&body)
+    };
+    match coded {
+        Ok(coded) => Some(Bytes::from(coded)),
+        Err(error) => {
+            tracing::error!(%error, encoding = encoding.token(), "failed to compress an answer; sent as it is");
+            None
+        }
+    }
+}
+
+/// Compresses an answer that has no tag (a `POST` answer, a problem) when
+/// the request accepts a coding and the body is worth it.
+async fn compressed_untagged(response: Response, encoding: Option<Encoding>) -> Response {
+    let Some(encoding) = encoding else { return response };
+    let compressible = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|value| compression::is_compressible(value.as_bytes()));
+    if !compressible || response.headers().contains_key(header::CONTENT_ENCODING) {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let Ok(collected) = body.collect().await else {
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    };
+    let bytes = collected.to_bytes();
+    parts.headers.append(header::VARY, HeaderValue::from_static("accept-encoding"));
+    if !worth_compressing(&parts.headers, &bytes) {
+        return Response::from_parts(parts, Body::from(bytes));
+    }
+    match compress(encoding, bytes.clone()).await {
+        Some(compressed) => {
+            parts.headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static(encoding.token()));
+            parts.headers.remove(header::CONTENT_LENGTH);
+            Response::from_parts(parts, Body::from(compressed))
+        }
+        None => Response::from_parts(parts, Body::from(bytes)),
+    }
+}
+
+/// The tag of a coded representation: the identity tag marked with the coding.
+fn with_coding(tag: &str, encoding: Encoding) -> String {
+    match tag.strip_suffix('"') {
+        Some(open) => format!("{open}-{}\"", encoding.token()),
+        None => tag.to_owned(),
+    }
 }
 
 /// Which kind of key a request carries, by the prefix every key has.
@@ -162,5 +255,13 @@ mod tests {
         for other in ["\"abd\"", "abc", ""] {
             assert!(!names_tag(&HeaderValue::from_static(other), tag), "{other}");
         }
+    }
+
+    #[test]
+    fn a_coded_representation_has_the_identity_tag_marked_with_its_coding() {
+        assert_eq!(with_coding("\"abc\"", Encoding::Gzip), "\"abc-gzip\"");
+        assert_eq!(with_coding("W/\"abc\"", Encoding::Zstd), "W/\"abc-zstd\"");
+        assert!(names_tag(&HeaderValue::from_static("\"abc-br\""), &with_coding("\"abc\"", Encoding::Brotli)));
+        assert!(!names_tag(&HeaderValue::from_static("\"abc\""), &with_coding("\"abc\"", Encoding::Brotli)));
     }
 }

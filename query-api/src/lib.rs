@@ -8,6 +8,7 @@
 //! catalogue snapshots and its signing keyring ([`signing`]).
 
 pub mod app;
+pub mod compression;
 pub mod conditional;
 pub mod config;
 pub mod errors;

@@ -35,7 +35,7 @@ async fn a_client_holding_the_tag_gets_304_until_the_document_changes() {
     assert_eq!(first.status(), StatusCode::OK);
     let tag = tag_of(&first);
     assert_eq!(first.headers()[header::CACHE_CONTROL], "private, no-cache");
-    assert_eq!(first.headers()[header::VARY], "accept, x-api-key");
+    assert_eq!(first.headers()[header::VARY], "accept, accept-encoding, x-api-key");
 
     let again = get(&service, path, &[("x-api-key", &key), ("if-none-match", &tag)]).await;
     assert_eq!(again.status(), StatusCode::NOT_MODIFIED);

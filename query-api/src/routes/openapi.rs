@@ -72,7 +72,10 @@ until the quota is fully restored); over the limit the answer is 429 with `Retry
 carried, when well formed, or a new one; quote it when you report a problem.\n\nPages on any origin may call the API: \
 every answer carries `Access-Control-Allow-Origin: *` and exposes `X-RateLimit-*`, `ETag`, `Last-Modified`, \
 `Retry-After` and `x-request-id` to scripts; a preflight (`OPTIONS`) takes no key and no quota. Keys travel in a \
-header, never in cookies. Every answer carries `X-Content-Type-Options: nosniff`."
+header, never in cookies. Every answer carries `X-Content-Type-Options: nosniff`.\n\nJSON and XML answers of \
+1 KiB or more are compressed as `Accept-Encoding` allows (`zstd`, `br`, `gzip`; the heaviest weight wins, ties in \
+that order); a compressed answer's `ETag` is its identity tag marked with the coding (`\"…-gzip\"`). Snapshot \
+files are sent as they are."
     ),
     tags(
         (name = "Rights", description = "Rights profiles, verification and evidence packages of works."),
@@ -250,7 +253,7 @@ fn add_conditional_requests(operation: &mut Operation) {
                  (the key set: `public, max-age=300`).",
             )
         });
-        ok.headers.entry("Vary".into()).or_insert_with(|| string_header("`accept, x-api-key`."));
+        ok.headers.entry("Vary".into()).or_insert_with(|| string_header("`accept, accept-encoding, x-api-key`."));
     }
     let mut not_modified = ResponseBuilder::new()
         .description(
