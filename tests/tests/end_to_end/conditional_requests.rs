@@ -1,7 +1,8 @@
 //! Conditional requests through the real binaries: every endpoint answers
 //! 200 with a tag and 304 with that tag, and after the projector changes
 //! the records, the changed ones answer 200 with a new tag while the
-//! unchanged ones still answer 304.
+//! unchanged ones still answer 304. Every coding of an answer decodes, with
+//! libraries we did not write, to the identity body, and has its own tag.
 
 use std::process::Command;
 
@@ -102,4 +103,32 @@ fn tags_hold_until_the_projector_changes_a_record_and_then_change() {
     assert_eq!(status, 304, "the document did not change");
     let _ = server.kill();
     let _ = server.wait();
+}
+
+#[test]
+fn every_coding_of_the_real_service_decodes_with_independent_libraries_to_the_identity_body() {
+    end_to_end_tests::require_external_tool("python3");
+    let service = end_to_end_tests::RunningService::start(&[], |_| {});
+    let key = service.register_sandbox_key();
+    for path in ["/bulk/works?limit=1000", "/sandbox/fixtures", "/openapi.json"] {
+        let output = Command::new("python3")
+            .arg(end_to_end_tests::workspace_root().join("tests/encodings/decode_codings.py"))
+            .arg(format!("{}{BASE_PATH}{path}", service.origin()))
+            .arg(&key)
+            .output()
+            .expect("python3 runs");
+        assert!(
+            output.status.success(),
+            "{path}: {}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("a JSON report");
+        let identity = report["identity"]["bytes"].as_u64().expect("bytes");
+        for coding in ["gzip", "br", "zstd"] {
+            let coded = report[coding]["bytes"].as_u64().expect("bytes");
+            assert!(coded < identity, "{path} {coding}: {coded} of {identity} bytes");
+            assert!(report[coding]["etag"].as_str().is_some_and(|tag| tag.ends_with(&format!("-{coding}\""))));
+        }
+    }
 }
