@@ -2,7 +2,8 @@
 //! binary: one address opens twice its connection cap of them, the ones
 //! past the cap are closed at once, another address (127.0.0.2) is served
 //! normally while they are held, and the held ones are closed once the
-//! header timeout passes.
+//! header timeout passes. Oversized and malformed requests are refused at
+//! once, as they were before the listener was ours.
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
@@ -101,4 +102,46 @@ fn one_address_holding_stalled_connections_cannot_starve_another() {
         closed_after.as_secs_f64()
     );
     assert_eq!(get_from(Ipv4Addr::LOCALHOST, server, "/openapi.json"), 200, "the address is served again");
+}
+
+/// The status of a raw request: `head` is written whole, then at most
+/// `body_bytes` zeros, then the answer's status line is read.
+fn raw_status(server: SocketAddr, head: &[u8], body_bytes: usize) -> u16 {
+    let mut stream = TcpStream::connect(server).expect("connect");
+    stream.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+    // The server may answer and close before everything is written; the answer is what is checked.
+    let _ = stream.write_all(head);
+    let _ = stream.write_all(&vec![0; body_bytes]);
+    let mut answer = Vec::new();
+    let mut buffer = [0; 1024];
+    while !answer.windows(2).any(|pair| pair == b"\r\n") {
+        match stream.read(&mut buffer) {
+            Ok(0) | Err(_) => break,
+            Ok(read) => answer.extend_from_slice(&buffer[..read]),
+        }
+    }
+    let text = String::from_utf8_lossy(&answer);
+    text.split_whitespace().nth(1).and_then(|status| status.parse().ok()).unwrap_or(0)
+}
+
+#[test]
+fn oversized_and_malformed_requests_are_refused_at_once() {
+    let service = RunningService::start(&[], |_| {});
+    let server: SocketAddr = service.address.parse().expect("address");
+    let long_path = format!("GET {BASE_PATH}/rights/{} HTTP/1.1\r\nhost: test\r\n\r\n", "A".repeat(100_000));
+    assert_eq!(raw_status(server, long_path.as_bytes(), 0), 414, "a 100 kB path");
+    let large_header =
+        format!("GET {BASE_PATH}/openapi.json HTTP/1.1\r\nhost: test\r\nx-large: {}\r\n\r\n", "a".repeat(1 << 20));
+    assert_eq!(raw_status(server, large_header.as_bytes(), 0), 431, "a 1 MB header");
+    let many: String = (0..10_000).map(|index| format!("x-header-{index}: a\r\n")).collect();
+    let many_headers = format!("GET {BASE_PATH}/openapi.json HTTP/1.1\r\nhost: test\r\n{many}\r\n");
+    assert_eq!(raw_status(server, many_headers.as_bytes(), 0), 431, "10,000 headers");
+    let mut not_utf8 = format!("GET {BASE_PATH}/rights/").into_bytes();
+    not_utf8.extend_from_slice(b"%FF%FE HTTP/1.1\r\nhost: test\r\nx-api-key: lcc_live_x\r\n\r\n");
+    assert_eq!(raw_status(server, &not_utf8, 0), 400, "a path that is not UTF-8");
+    let large_body = format!(
+        "POST {BASE_PATH}/sandbox/register HTTP/1.1\r\nhost: test\r\ncontent-type: application/json\r\n\
+         content-length: 52428800\r\n\r\n"
+    );
+    assert_eq!(raw_status(server, large_body.as_bytes(), 64 * 1024), 413, "a 50 MB body");
 }
