@@ -11,6 +11,7 @@ pub mod app;
 pub mod compression;
 pub mod conditional;
 pub mod config;
+pub mod cross_origin;
 pub mod errors;
 pub mod http_date;
 pub mod keys;

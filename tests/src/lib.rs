@@ -284,6 +284,29 @@ pub fn require_external_tool(program: &str) {
     }
 }
 
+/// Headless Chromium as the tests run it, with a profile of its own under
+/// `profile`: no background requests, and every host but 127.0.0.1
+/// resolving to nothing, so a page can reach only the test's servers.
+pub fn headless_chromium(profile: &Path) -> Command {
+    let mut command = Command::new("chromium");
+    command
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-default-apps",
+            "--virtual-time-budget=10000",
+        ])
+        .arg("--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1")
+        .arg(format!("--user-data-dir={}", profile.join("user-data").display()));
+    command
+}
+
 /// Runs an external checker on `input` (its standard input); the checker must accept it.
 pub fn external_check(program: &str, arguments: &[&str], input: &str) {
     use std::io::Write;

@@ -32,12 +32,10 @@ use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{ConnectInfo, DefaultBodyLimit, FromRequestParts, Request};
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use read_model::{Body, DocumentKind};
 use serde_json::value::RawValue;
-use tower_http::cors::{self, CorsLayer};
-use tower_http::set_header::SetResponseHeaderLayer;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -92,44 +90,21 @@ pub fn router(app: Arc<App>) -> Router {
         ))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(axum::middleware::from_fn_with_state(metrics, crate::metrics::track))
-        .layer(cross_origin())
-        .layer(SetResponseHeaderLayer::overriding(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff")))
+        .layer(tower::util::MapResponseLayer::new(crate::cross_origin::with_common_headers))
         .layer(axum::middleware::from_fn(crate::request_tracing::trace))
         .with_state(app)
-}
-
-/// CORS for pages on any origin: keys travel in a header, never in cookies,
-/// so `*` exposes nothing a page could not ask for itself. A preflight is
-/// answered here, before the access guard: it takes no key and counts
-/// against no limit.
-fn cross_origin() -> CorsLayer {
-    CorsLayer::new()
-        .allow_origin(cors::Any)
-        .allow_methods([Method::GET, Method::POST])
-        .allow_headers([
-            HeaderName::from_static("x-api-key"),
-            header::IF_NONE_MATCH,
-            header::IF_MODIFIED_SINCE,
-            header::CONTENT_TYPE,
-        ])
-        .expose_headers([
-            HeaderName::from_static("x-ratelimit-limit"),
-            HeaderName::from_static("x-ratelimit-remaining"),
-            HeaderName::from_static("x-ratelimit-reset"),
-            HeaderName::from_static("x-request-id"),
-            header::ETAG,
-            header::LAST_MODIFIED,
-            header::RETRY_AFTER,
-        ])
-        .max_age(std::time::Duration::from_secs(86_400))
 }
 
 async fn unknown_route(request: Request) -> ApiError {
     ApiError::UnknownRoute(request.uri().path().to_owned())
 }
 
-async fn method_not_allowed(request: Request) -> ApiError {
-    ApiError::MethodNotAllowed(request.method().to_string())
+/// A method the route does not serve; a CORS preflight is answered here.
+async fn method_not_allowed(request: Request) -> Response {
+    if crate::cross_origin::is_preflight(request.method(), request.headers()) {
+        return crate::cross_origin::preflight();
+    }
+    ApiError::MethodNotAllowed(request.method().to_string()).into_response()
 }
 
 /// A request body, once it is known to be `application/json` and within

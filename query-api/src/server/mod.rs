@@ -98,7 +98,6 @@ pub async fn run(
                 continue;
             }
         };
-        let _ = stream.set_nodelay(true);
         let service = router.clone().map_request(move |mut request: Request<Incoming>| {
             request.extensions_mut().insert(ConnectInfo(peer));
             request

@@ -10,7 +10,8 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use end_to_end_tests::{
-    ALL_SCOPES, BASE_PATH, RunningService, external_check, issue_production_key, require_external_tool, workspace_root,
+    ALL_SCOPES, BASE_PATH, RunningService, external_check, headless_chromium, issue_production_key,
+    require_external_tool, workspace_root,
 };
 
 /// Where tests keep what a person may want to look at after a run.
@@ -77,23 +78,8 @@ fn the_interactive_documentation_renders_in_headless_chromium_from_the_service_a
     let _ = std::fs::remove_file(&screenshot);
     let url = format!("{}/api/docs", service.origin());
     let chromium = |extra: &[String]| {
-        let output = Command::new("chromium")
-            .args([
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-quic",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--disable-default-apps",
-                "--virtual-time-budget=10000",
-                "--window-size=1280,1600",
-            ])
-            // Every host but the service's resolves to nothing.
-            .arg("--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1")
-            .arg(format!("--user-data-dir={}", profile.path().join("user-data").display()))
+        let output = headless_chromium(profile.path())
+            .arg("--window-size=1280,1600")
             .args(extra)
             .arg(&url)
             .output()

@@ -2,11 +2,9 @@
 //! sends its preflight, then the keyed request, and the page's script reads
 //! the body, `X-RateLimit-Remaining` and `ETag`, which CORS must expose.
 
+use end_to_end_tests::{BASE_PATH, RunningService, headless_chromium, require_external_tool};
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::process::Command;
-
-use end_to_end_tests::{BASE_PATH, RunningService, require_external_tool};
 
 /// Serves `page` to every request on a port of its own: another origin
 /// than the API's. Returns the page's URL.
@@ -51,25 +49,7 @@ fetch("{api}", {{ headers: {{ "x-api-key": "{key}" }} }})
     );
     let url = serve_page(page);
     let profile = tempfile::tempdir().expect("profile");
-    let output = Command::new("chromium")
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--disable-default-apps",
-            "--virtual-time-budget=10000",
-            "--dump-dom",
-        ])
-        .arg("--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1")
-        .arg(format!("--user-data-dir={}", profile.path().join("user-data").display()))
-        .arg(&url)
-        .output()
-        .expect("chromium runs");
+    let output = headless_chromium(profile.path()).arg("--dump-dom").arg(&url).output().expect("chromium runs");
     assert!(output.status.success(), "chromium failed: {}", String::from_utf8_lossy(&output.stderr));
     let dom = String::from_utf8_lossy(&output.stdout);
     assert!(dom.contains(r#"data-state="done""#), "the page could not read the answer:\n{dom}");
