@@ -24,15 +24,8 @@ works="${3:-100000}"
 seconds="${4:-20}"
 connections="${5:-64}"
 work_directory="$(mktemp -d "${TMPDIR:-/tmp}/api-compare.XXXXXX")"
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    rm -rf "$work_directory"
-}
-trap cleanup EXIT
-command -v wrk >/dev/null || { echo "wrk is required (Debian package wrk)" >&2; exit 1; }
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-wait_for() { for _ in $(seq 1 300); do curl -s -o /dev/null "$1" && return 0; sleep 0.1; done; echo "$1 did not answer" >&2; exit 1; }
+# shellcheck source=scripts/bench/helpers.sh
+source scripts/bench/helpers.sh
 
 cargo build --release --quiet -p projector
 projector=target/release/projector
