@@ -96,24 +96,13 @@ done
 curl -s "http://127.0.0.1:$api_admin_port/metrics" >"$work_directory/api-metrics.txt"
 
 python3 - "$work_directory" "$size" "$works" <<'PY'
-import re, sys
+import sys
 directory, size, works = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-def read_round(name):
-    text = open(f"{directory}/{name}.txt").read()
-    rate = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
-    def percentile(p):
-        value, unit = re.search(rf"^\s+{p}%\s+([\d.]+)(us|ms|s)\s*$", text, re.M).groups()
-        return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
-    failed = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
-    requests = int(re.search(r"(\d+) requests in", text).group(1))
-    return rate, percentile(50), percentile(99), int(failed.group(1)) if failed else 0, requests
-def median_round(name):
-    rounds = sorted((read_round(f"{name}-{round}") for round in (1, 2, 3)), key=lambda result: result[0])
-    print(f"{name:>8} rounds: " + ", ".join(f"{result[0]:,.0f}/s" for result in rounds))
-    return rounds[1]
-api, uncached, ceiling = median_round("api"), median_round("uncached"), median_round("ceiling")
-batch = median_round("batch")
-evidence = median_round("evidence")
+sys.path.insert(0, "scripts/bench")
+from wrk_rounds import median_round
+api, uncached, ceiling = median_round(directory, "api"), median_round(directory, "uncached"), median_round(directory, "ceiling")
+batch = median_round(directory, "batch")
+evidence = median_round(directory, "evidence")
 print(f"works: {works}, ceiling body: {size} bytes; median round of each:")
 for name, (rate, p50, p99, failed, requests) in (("query API", api), ("no cache", uncached), ("ceiling", ceiling)):
     print(f"{name:>10}: {rate:>10,.0f} requests/s   p50 {p50:6.2f} ms   p99 {p99:6.2f} ms   "

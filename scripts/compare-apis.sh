@@ -64,22 +64,12 @@ for round in 1 2 3; do
 done
 
 python3 - "$work_directory" "$port_b" <<'PY'
-import gzip, os, re, statistics, sys, time, urllib.request
+import os, statistics, sys, time, urllib.request
 directory, port = sys.argv[1], sys.argv[2]
-def read_round(name):
-    text = open(f"{directory}/{name}.txt").read()
-    rate = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
-    def percentile(p):
-        value, unit = re.search(rf"^\s+{p}%\s+([\d.]+)(us|ms|s)\s*$", text, re.M).groups()
-        return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
-    failed = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
-    return rate, percentile(50), percentile(99), int(failed.group(1)) if failed else 0
-def median_round(name):
-    rounds = sorted((read_round(f"{name}-{round}") for round in (1, 2, 3)), key=lambda result: result[0])
-    print(f"{name} rounds: " + ", ".join(f"{result[0]:,.0f}/s" for result in rounds))
-    return rounds[1]
-a, b = median_round("a"), median_round("b")
-for name, (rate, p50, p99, failed) in (("A", a), ("B", b)):
+sys.path.insert(0, "scripts/bench")
+from wrk_rounds import median_round
+a, b = median_round(directory, "a"), median_round(directory, "b")
+for name, (rate, p50, p99, failed, _) in (("A", a), ("B", b)):
     print(f"{name}: {rate:>10,.0f} requests/s   p50 {p50:6.2f} ms   p99 {p99:6.2f} ms   non-2xx {failed}")
 print(f"B / A: {b[0] / a[0]:.2f}")
 

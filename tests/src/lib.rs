@@ -91,6 +91,24 @@ pub fn generate_and_project(directory: &Path, works: usize, seed: u64, events_pe
     ProjectedStream { events, manifest, clean, clean_run }
 }
 
+/// The Avro container files of `directory`, in name order (the order a file source reads them).
+pub fn avro_files_in(directory: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(directory)
+        .expect("list the directory")
+        .map(|entry| entry.expect("entry").path())
+        .filter(|path| path.extension().is_some_and(|extension| extension == "avro"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// Copies `files` into the directory `into`, under their own names.
+pub fn copy_files(files: &[PathBuf], into: &Path) {
+    for file in files {
+        std::fs::copy(file, into.join(file.file_name().expect("name"))).expect("copy");
+    }
+}
+
 /// The summary on the last line of a projector run's standard output.
 pub fn summary_of(stdout: &str) -> RunSummary {
     let line = stdout.lines().last().expect("a summary line");

@@ -6,12 +6,13 @@
 //! withdrawals; Sickle harvests OAI-PMH in full and then incrementally. The
 //! scripts are in `tests/catalogue/`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use end_to_end_tests::{
-    BASE_PATH, binary, http, issue_production_key, project, require_external_tool, spawn_listening, workspace_root,
+    BASE_PATH, avro_files_in, binary, copy_files, http, issue_production_key, project, require_external_tool,
+    spawn_listening, workspace_root,
 };
 use projector::generate::{GenerateOptions, generate};
 use serde_json::Value;
@@ -38,12 +39,6 @@ fn harvest(base_url: &str, arguments: &[&str]) -> Value {
     report_of(&output, "the Sickle harvest")
 }
 
-fn copy_files(files: &[PathBuf], into: &Path) {
-    for file in files {
-        std::fs::copy(file, into.join(file.file_name().expect("name"))).expect("copy");
-    }
-}
-
 /// The current UTC second, as OAI-PMH's `from` takes it.
 fn utc_second_now() -> String {
     let now = read_model::calendar::Timestamp::now().to_string();
@@ -57,12 +52,7 @@ fn a_partner_copies_the_catalogue_from_a_snapshot_and_keeps_it_equal_to_the_expo
     let generated = directory.path().join("generated");
     generate(&GenerateOptions { works: 3_000, seed: 29, events_per_segment: 4_000, sandbox: false }, &generated)
         .expect("generate");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&generated)
-        .expect("generated files")
-        .map(|entry| entry.expect("entry").path())
-        .filter(|path| path.extension().is_some_and(|extension| extension == "avro"))
-        .collect();
-    files.sort();
+    let files = avro_files_in(&generated);
     // The first two segments (one file per topic each) now, the rest while the client follows.
     let (first, rest) = files.split_at(12);
     assert!(!rest.is_empty(), "the stream has more than two segments");

@@ -6,7 +6,9 @@
 
 use std::process::Command;
 
-use end_to_end_tests::{ALL_SCOPES, BASE_PATH, binary, http, issue_production_key, project, spawn_listening};
+use end_to_end_tests::{
+    ALL_SCOPES, BASE_PATH, avro_files_in, binary, copy_files, http, issue_production_key, project, spawn_listening,
+};
 use projector::generate::{GenerateOptions, generate};
 
 /// (status, ETag) of a GET with an optional `If-None-Match`.
@@ -29,19 +31,12 @@ fn tags_hold_until_the_projector_changes_a_record_and_then_change() {
     let generated = directory.path().join("generated");
     generate(&GenerateOptions { works: 400, seed: 30, events_per_segment: 700, sandbox: false }, &generated)
         .expect("generate");
-    let mut files: Vec<_> = std::fs::read_dir(&generated)
-        .expect("files")
-        .map(|entry| entry.expect("entry").path())
-        .filter(|path| path.extension().is_some_and(|extension| extension == "avro"))
-        .collect();
-    files.sort();
+    let files = avro_files_in(&generated);
     let events = directory.path().join("events");
     let data = directory.path().join("data");
     std::fs::create_dir_all(&events).expect("events");
     let half = files.len() / 2 / 6 * 6;
-    for file in &files[..half] {
-        std::fs::copy(file, events.join(file.file_name().expect("name"))).expect("copy");
-    }
+    copy_files(&files[..half], &events);
     project(&events, &data, 500);
     let key = issue_production_key(&data, &ALL_SCOPES, 1_000_000);
     let mut serve = Command::new(binary("query-api"));
@@ -78,9 +73,7 @@ fn tags_hold_until_the_projector_changes_a_record_and_then_change() {
         held.push((path.clone(), tag));
     }
 
-    for file in &files[half..] {
-        std::fs::copy(file, events.join(file.file_name().expect("name"))).expect("copy");
-    }
+    copy_files(&files[half..], &events);
     project(&events, &data, 500);
     let (mut changed, mut unchanged) = (0, 0);
     for (path, tag) in &held {

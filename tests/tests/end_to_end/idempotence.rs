@@ -8,7 +8,7 @@ use std::path::Path;
 
 use apache_avro::types::Value;
 use apache_avro::{Reader, Schema, Writer};
-use end_to_end_tests::{assert_same_documents, dump_documents, project, project_with_environment};
+use end_to_end_tests::{assert_same_documents, avro_files_in, dump_documents, project, project_with_environment};
 use projector::contract::{Contract, Topic};
 use projector::generate::{GenerateOptions, Random, future_works_schema, generate};
 
@@ -29,14 +29,8 @@ fn aggregate_id(value: &Value) -> String {
 }
 
 fn read_events(directory: &Path, contract: &Contract) -> Vec<Delivered> {
-    let mut names: Vec<_> = std::fs::read_dir(directory)
-        .expect("list")
-        .map(|entry| entry.expect("entry").path())
-        .filter(|path| path.extension().is_some_and(|extension| extension == "avro"))
-        .collect();
-    names.sort();
     let mut events = Vec::new();
-    for path in names {
+    for path in avro_files_in(directory) {
         let reader = Reader::new(File::open(&path).expect("open")).expect("reader");
         let topic = contract.topic_of(reader.writer_schema()).expect("a contract topic");
         for value in reader {
