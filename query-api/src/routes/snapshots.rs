@@ -145,12 +145,12 @@ pub async fn file(
     headers: HeaderMap,
 ) -> Response {
     app.answer_authorized(&headers, Scope::BulkRead, None, async |granted| {
-        let (location, file) = app
+        let (location, file, manifest) = app
             .snapshots
             .file(granted.audience(), &path.snapshot_id, &path.name)
             .ok_or_else(|| ApiError::NotFound(format!("no file {} in snapshot {}", path.name, path.snapshot_id)))?;
         let etag = format!("\"{}\"", file.sha256);
-        let modified = app.snapshots.manifest(granted.audience(), &path.snapshot_id).as_ref().and_then(last_modified);
+        let modified = last_modified(&manifest);
         let held = match (headers.get(header::IF_NONE_MATCH), headers.get(header::IF_MODIFIED_SINCE)) {
             (Some(condition), _) => names_tag(condition, &etag),
             (None, Some(since)) => unmodified_since(modified.as_ref(), since),

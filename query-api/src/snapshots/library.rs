@@ -78,11 +78,12 @@ impl SnapshotLibrary {
         serde_json::from_slice(&text).ok()
     }
 
-    /// A file the snapshot's manifest lists, with where it lies.
-    pub fn file(&self, audience: Audience, snapshot_id: &str, name: &str) -> Option<(PathBuf, ManifestFile)> {
+    /// A file the snapshot's manifest lists, with where it lies, and the
+    /// manifest (read once for both).
+    pub fn file(&self, audience: Audience, snapshot_id: &str, name: &str) -> Option<(PathBuf, ManifestFile, Manifest)> {
         let manifest = self.manifest(audience, snapshot_id)?;
-        let file = manifest.files.into_iter().find(|file| file.name == name)?;
-        Some((self.audience_directory(audience).join(snapshot_id).join(&file.name), file))
+        let file = manifest.files.iter().find(|file| file.name == name)?.clone();
+        Some((self.audience_directory(audience).join(snapshot_id).join(&file.name), file, manifest))
     }
 
     /// Removes all but the newest `keep` snapshots of the audience, and
