@@ -42,6 +42,16 @@ fn signing_keys(data: &Path, arguments: &[&str]) -> String {
     String::from_utf8(output.stdout).expect("utf-8")
 }
 
+/// The id of the active production key in a `signing-keys` listing.
+fn active_production_kid(listing: &str) -> String {
+    listing
+        .lines()
+        .find(|line| line.contains("\tproduction\tactive"))
+        .and_then(|line| line.split('\t').next())
+        .unwrap_or_else(|| panic!("no active production key in {listing:?}"))
+        .to_owned()
+}
+
 /// `query-api evidence verify`: (valid, what it printed).
 fn verify_with_our_command(document: &Path, keys: &[&str]) -> (bool, String) {
     let output =
@@ -99,12 +109,7 @@ fn signed_packages_and_manifests_verify_with_jwcrypto_across_a_rotation_and_our_
     use std::os::unix::fs::PermissionsExt as _;
     assert_eq!(std::fs::metadata(&keyring).expect("keyring").permissions().mode() & 0o777, 0o600);
     let listing = signing_keys(&data, &["list"]);
-    let old_kid = listing
-        .lines()
-        .find(|line| line.contains("\tproduction\tactive"))
-        .and_then(|line| line.split('\t').next())
-        .expect("an active production key")
-        .to_owned();
+    let old_kid = active_production_kid(&listing);
 
     let (_, _, body) = http(
         &address,
@@ -137,12 +142,7 @@ fn signed_packages_and_manifests_verify_with_jwcrypto_across_a_rotation_and_our_
 
     // Rotate while the service runs: a new key signs, the old one retires.
     let generated = signing_keys(&data, &["generate", "--audience", "production", "--activate"]);
-    let new_kid = generated
-        .lines()
-        .find(|line| line.contains("\tproduction\tactive"))
-        .and_then(|line| line.split('\t').next())
-        .expect("the new active key")
-        .to_owned();
+    let new_kid = active_production_kid(&generated);
     assert_ne!(new_kid, old_kid);
     signing_keys(&data, &["retire", &old_kid]);
     let after_keys = wait_for_rotation(&address, &old_kid, &new_kid);
