@@ -146,8 +146,8 @@ pub fn branch_names(union: &UnionSchema) -> Vec<String> {
         .variants()
         .iter()
         .map(|variant| match variant {
-            Schema::Record(record) => record.name.name.clone(),
-            Schema::Ref { name } => name.name.clone(),
+            Schema::Record(record) => record.name.name().to_owned(),
+            Schema::Ref { name } => name.name().to_owned(),
             other => format!("{other:?}"),
         })
         .collect()

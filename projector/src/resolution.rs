@@ -183,7 +183,6 @@ fn named_references<'s>(schema: &'s Schema, references: &mut Vec<&'s Name>) {
         Schema::Array(array) => named_references(&array.items, references),
         Schema::Map(map) => named_references(&map.types, references),
         Schema::Union(union) => union.variants().iter().for_each(|variant| named_references(variant, references)),
-        Schema::Decimal(decimal) => named_references(&decimal.inner, references),
         _ => {}
     }
 }

@@ -4,6 +4,8 @@
 
 mod support;
 
+use std::path::Path;
+
 use apache_avro::types::Value;
 use apache_avro::{Schema, Writer};
 use projector::contract::Topic;
@@ -75,9 +77,9 @@ async fn an_evolved_writer_schema_is_resolved_by_field_defaults_and_branch_names
     let directory = projection.directory.path().join("evolved");
     std::fs::create_dir_all(&directory).expect("mkdir");
     let file = std::fs::File::create(directory.join("000001-works.avro")).expect("create");
-    let mut writer = Writer::new(&schema, file);
+    let mut writer = Writer::new(&schema, file).expect("writer");
     for event in events {
-        writer.append(event).expect("append");
+        writer.append_value(event).expect("append");
     }
     writer.flush().expect("flush");
     drop(writer);
@@ -109,8 +111,8 @@ async fn an_event_type_the_contract_does_not_know_is_parked_as_undecodable() {
     let directory = projection.directory.path().join("future");
     std::fs::create_dir_all(&directory).expect("mkdir");
     let file = std::fs::File::create(directory.join("000001-works.avro")).expect("create");
-    let mut writer = Writer::new(&schema, file);
-    writer.append(event).expect("append");
+    let mut writer = Writer::new(&schema, file).expect("writer");
+    writer.append_value(event).expect("append");
     writer.flush().expect("flush");
     drop(writer);
 
@@ -133,4 +135,26 @@ async fn a_file_that_is_not_avro_is_parked_and_the_directory_goes_on() {
         projector::dead_letter::DeadLetterFile::read_all(&projection.dead_letter_path(&directory)).expect("letters");
     assert_eq!(letters[0].stream, "000000-garbage.avro");
     assert!(letters[0].reason.starts_with("unreadable Avro container file"), "{}", letters[0].reason);
+}
+
+/// Found by fuzzing: apache-avro 0.20 panicked on a record name that is not
+/// an Avro name in a container file's header (apache/avro-rs#547), which
+/// would have stopped the projector at every start. A one-byte change of a
+/// fixture's header names such a record.
+#[tokio::test]
+async fn a_file_whose_header_names_a_record_invalidly_is_parked_and_the_directory_goes_on() {
+    let projection = Projection::new().await;
+    let directory = projection.write("events", vec![support::work("LCC-1", "PTY-1", support::T0)], 10);
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../schemas/fixtures/sandbox/000001-disputes.avro");
+    let mut bytes = std::fs::read(fixture).expect("fixture");
+    let name = b"\"DisputeUpdated\"";
+    let at = bytes.windows(name.len()).position(|window| window == name).expect("the record's name in the header");
+    bytes[at + 10] = b'`';
+    std::fs::write(directory.join("000000-invalid-name.avro"), bytes).expect("write");
+    let totals = projection.project(&directory, 10).await;
+    assert_eq!((totals.applied, totals.parked), (1, 1));
+    let letters =
+        projector::dead_letter::DeadLetterFile::read_all(&projection.dead_letter_path(&directory)).expect("letters");
+    assert_eq!(letters[0].stream, "000000-invalid-name.avro");
+    assert!(letters[0].reason.contains("Invalid schema name DisputeUp`ated"), "{}", letters[0].reason);
 }

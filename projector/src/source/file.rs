@@ -78,22 +78,25 @@ impl FileSource {
     /// it is reported once, as a rejection at the first record that could not
     /// be read, and the file is not read past it.
     pub fn read_file(&self, name: &str, start: i64, emit: &mut dyn FnMut(SourcedEvent) -> bool) -> i64 {
+        match File::open(self.directory.join(name)) {
+            Ok(file) => self.read_container(BufReader::with_capacity(1 << 20, file), name, start, emit),
+            Err(error) => unreadable(&error.to_string(), name, start, emit),
+        }
+    }
+
+    /// Reads the events of one container file, given as any byte source,
+    /// as [`FileSource::read_file`] does; `name` places them.
+    pub fn read_container(
+        &self,
+        bytes: impl std::io::Read,
+        name: &str,
+        start: i64,
+        emit: &mut dyn FnMut(SourcedEvent) -> bool,
+    ) -> i64 {
         let position = |offset| Position { stream: name.to_owned(), partition: 0, offset };
-        let reader = File::open(self.directory.join(name))
-            .map_err(|error| error.to_string())
-            .and_then(|file| Reader::new(BufReader::with_capacity(1 << 20, file)).map_err(|error| error.to_string()));
-        let reader = match reader {
+        let reader = match Reader::new(bytes) {
             Ok(reader) => reader,
-            Err(error) => {
-                if start == 0 {
-                    emit(SourcedEvent {
-                        position: position(0),
-                        outcome: Err(Rejection::unidentified(format!("unreadable Avro container file: {error}"), None)),
-                        original: None,
-                    });
-                }
-                return start.max(1);
-            }
+            Err(error) => return unreadable(&error.to_string(), name, start, emit),
         };
         let writer = reader.writer_schema().clone();
         let topic = self.contract.topic_of(&writer);
@@ -135,6 +138,19 @@ impl FileSource {
         let resolver = resolver.as_ref().map_err(|error| Rejection::unidentified(error.clone(), Some(topic)))?;
         event_from_value(&self.contract, topic, resolver, value)
     }
+}
+
+/// A file that cannot be opened or whose header cannot be read: one
+/// rejection at its first record, the first time it is read.
+fn unreadable(error: &str, name: &str, start: i64, emit: &mut dyn FnMut(SourcedEvent) -> bool) -> i64 {
+    if start == 0 {
+        emit(SourcedEvent {
+            position: Position { stream: name.to_owned(), partition: 0, offset: 0 },
+            outcome: Err(Rejection::unidentified(format!("unreadable Avro container file: {error}"), None)),
+            original: None,
+        });
+    }
+    start.max(1)
 }
 
 /// How far the reader has read each file: the next record to read, and, for

@@ -114,17 +114,22 @@ impl SandboxKeys {
     }
 
     /// Checks a sandbox key and returns its principal.
+    ///
+    /// The signature covers the key's text as presented, and is read as
+    /// lowercase hex only, so a key verifies in the one spelling it was
+    /// issued in: `01100` for `1100`, or an uppercase signature, is another
+    /// text for the same principal, and is refused.
     pub fn verify(&self, key: &str, now_unix: u64) -> Result<Principal, SandboxKeyError> {
-        let mut parts = key.split('.');
-        let (Some(PREFIX), Some(expires), Some(nonce), Some(signature), None) =
-            (parts.next(), parts.next(), parts.next(), parts.next(), parts.next())
+        let (unsigned, signature) = key.rsplit_once('.').ok_or(SandboxKeyError::Malformed)?;
+        let mut parts = unsigned.split('.');
+        let (Some(PREFIX), Some(expires), Some(nonce), None) = (parts.next(), parts.next(), parts.next(), parts.next())
         else {
             return Err(SandboxKeyError::Malformed);
         };
         let expires: u64 = expires.parse().map_err(|_| SandboxKeyError::Malformed)?;
-        let signature = decode_hex(signature).ok_or(SandboxKeyError::Malformed)?;
+        let signature = decode_lowercase_hex(signature).ok_or(SandboxKeyError::Malformed)?;
         let mut mac = self.mac();
-        mac.update(format!("{PREFIX}.{expires}.{nonce}").as_bytes());
+        mac.update(unsigned.as_bytes());
         mac.verify_slice(&signature).map_err(|_| SandboxKeyError::BadSignature)?;
         if expires <= now_unix {
             return Err(SandboxKeyError::Expired);
@@ -138,11 +143,18 @@ impl SandboxKeys {
     }
 }
 
-fn decode_hex(text: &str) -> Option<Vec<u8>> {
-    if !text.len().is_multiple_of(2) {
+/// The bytes of `text` written as lowercase hex digits, as [`hex`] writes them.
+fn decode_lowercase_hex(text: &str) -> Option<Vec<u8>> {
+    let digit = |byte: u8| match byte {
+        b'0'..=b'9' => Some(byte - b'0'),
+        b'a'..=b'f' => Some(byte - b'a' + 10),
+        _ => None,
+    };
+    let bytes = text.as_bytes();
+    if !bytes.len().is_multiple_of(2) {
         return None;
     }
-    (0..text.len()).step_by(2).map(|index| u8::from_str_radix(text.get(index..index + 2)?, 16).ok()).collect()
+    bytes.chunks_exact(2).map(|pair| Some(digit(pair[0])? << 4 | digit(pair[1])?)).collect()
 }
 
 #[cfg(test)]
@@ -176,11 +188,20 @@ mod tests {
     }
 
     #[test]
-    fn a_key_signed_with_another_secret_or_altered_is_rejected() {
+    fn a_key_signed_with_another_secret_altered_or_respelled_is_rejected() {
         let issued = SandboxKeys::new(b"secret", 100, 60).issue(1_000).expect("issue");
         assert_eq!(SandboxKeys::new(b"other", 100, 60).verify(&issued.key, 1_000), Err(SandboxKeyError::BadSignature));
         let extended = issued.key.replacen(".1100.", ".9999.", 1);
         assert_eq!(SandboxKeys::new(b"secret", 100, 60).verify(&extended, 1_000), Err(SandboxKeyError::BadSignature));
+        let (unsigned, signature) = issued.key.rsplit_once('.').expect("a signed key");
+        let other_spellings = [
+            issued.key.replacen(".1100.", ".01100.", 1),
+            issued.key.replacen(".1100.", ".+1100.", 1),
+            format!("{unsigned}.{}", signature.to_uppercase()),
+        ];
+        for spelling in other_spellings {
+            assert!(SandboxKeys::new(b"secret", 100, 60).verify(&spelling, 1_000).is_err(), "{spelling}");
+        }
         for malformed in ["lcc_sandbox_v1", "lcc_sandbox_v1.x.y.z", "lcc_sandbox_v1.1.a.zz", "lcc_sandbox_v1.1.a.b.c"] {
             assert_eq!(
                 SandboxKeys::new(b"secret", 100, 60).verify(malformed, 0),

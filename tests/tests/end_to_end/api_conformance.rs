@@ -31,6 +31,12 @@ fn the_served_description_is_valid_openapi_3_1() {
     external_check("openapi-spec-validator", &["--schema", "3.1", "-"], &document);
 }
 
+/// Examples per operation and phase: 60 in the suite; a longer run sets
+/// `LCC_SCHEMATHESIS_MAX_EXAMPLES` (the README's command runs about 10,000 cases).
+fn max_examples() -> String {
+    std::env::var("LCC_SCHEMATHESIS_MAX_EXAMPLES").unwrap_or_else(|_| "60".into())
+}
+
 /// Runs schemathesis with every check against the running service with `key`.
 fn schemathesis(service: &RunningService, key: &str, seed: &str) {
     let output = Command::new("schemathesis")
@@ -39,7 +45,7 @@ fn schemathesis(service: &RunningService, key: &str, seed: &str) {
         .arg(format!("{}{BASE_PATH}/openapi.json", service.origin()))
         // One worker: Hypothesis parses lambdas' source from several threads at
         // once, which CPython 3.11 can fail on (an AST recursion-depth error).
-        .args(["--checks", "all", "--max-examples", "60", "--workers", "1", "--seed", seed])
+        .args(["--checks", "all", "--max-examples", &max_examples(), "--workers", "1", "--seed", seed])
         .args(["--header", &format!("x-api-key: {key}")])
         .env("NO_COLOR", "1")
         .output()

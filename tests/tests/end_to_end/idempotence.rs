@@ -92,7 +92,7 @@ fn write_segments(events: &[Delivered], directory: &Path, contract: &Contract) {
             // The newer works schema is a superset of the contract's: every works event fits it.
             let schema: &Schema = if topic == Topic::Works { &future_works } else { contract.reader_schema(topic) };
             let file = File::create(directory.join(format!("{segment:06}-{}.avro", topic.name()))).expect("create");
-            let mut writer = Writer::new(schema, file);
+            let mut writer = Writer::new(schema, file).expect("writer");
             for value in values {
                 writer.append_value_ref(value).expect("append");
             }

@@ -19,7 +19,7 @@ pub fn fingerprint(schema: &Schema) -> [u8; 8] {
 
 /// The Parsing Canonical Form as the Avro specification defines it.
 ///
-/// apache-avro 0.20 strips `logicalType` but then leaves the primitive it
+/// apache-avro 0.22 strips `logicalType` but then leaves the primitive it
 /// annotated wrapped (`{"type":"long"}`), where the specification's
 /// \[PRIMITIVES\] rule, and with it the Java and Python implementations, give
 /// `"long"`. Fingerprints of schemas with logical types (every event here:

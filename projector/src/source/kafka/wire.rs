@@ -25,6 +25,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use apache_avro::Schema;
+use apache_avro::reader::datum::GenericDatumReader;
+use apache_avro::writer::datum::GenericDatumWriter;
 
 use super::fingerprint::fingerprint;
 use crate::contract::{Contract, Topic};
@@ -36,6 +38,27 @@ use crate::source::{Rejection, event_from_value};
 pub const SINGLE_OBJECT_MAGIC: [u8; 2] = [0xC3, 0x01];
 /// The first byte of a Confluent-framed value.
 pub const CONFLUENT_MAGIC: u8 = 0x00;
+
+/// `value` as a single-object encoded message value written with `schema`,
+/// as upstream producers write it (and the fuzz seeds are made).
+pub fn encode_single_object(schema: &Schema, value: apache_avro::types::Value) -> Result<Vec<u8>, apache_avro::Error> {
+    let mut bytes = SINGLE_OBJECT_MAGIC.to_vec();
+    bytes.extend_from_slice(&fingerprint(schema));
+    bytes.extend(GenericDatumWriter::builder(schema).build()?.write_value_to_vec(value)?);
+    Ok(bytes)
+}
+
+/// `value` as a Confluent-framed message value under schema id `id`.
+pub fn encode_confluent(
+    id: u32,
+    schema: &Schema,
+    value: apache_avro::types::Value,
+) -> Result<Vec<u8>, apache_avro::Error> {
+    let mut bytes = vec![CONFLUENT_MAGIC];
+    bytes.extend_from_slice(&id.to_be_bytes());
+    bytes.extend(GenericDatumWriter::builder(schema).build()?.write_value_to_vec(value)?);
+    Ok(bytes)
+}
 
 /// Where Confluent schema ids are looked up.
 #[derive(Debug, Clone)]
@@ -140,7 +163,9 @@ impl WireDecoder {
             )));
         }
         let resolver = writer.resolver.as_ref().map_err(|error| poison(error.clone()))?;
-        let decoded = apache_avro::from_avro_datum(&writer.schema, &mut datum, None)
+        let decoded = GenericDatumReader::builder(&writer.schema)
+            .build()
+            .and_then(|reader| reader.read_value(&mut datum))
             .map_err(|error| poison(format!("undecodable datum: {error}")))?;
         if !datum.is_empty() {
             return Err(poison(format!("{} bytes left after the datum", datum.len())));
@@ -279,17 +304,11 @@ mod tests {
     }
 
     fn single_object(schema: &Schema, value: Value) -> Vec<u8> {
-        let mut bytes = SINGLE_OBJECT_MAGIC.to_vec();
-        bytes.extend_from_slice(&fingerprint(schema));
-        bytes.extend(apache_avro::to_avro_datum(schema, value).expect("encode"));
-        bytes
+        encode_single_object(schema, value).expect("encode")
     }
 
     fn confluent(id: u32, schema: &Schema, value: Value) -> Vec<u8> {
-        let mut bytes = vec![CONFLUENT_MAGIC];
-        bytes.extend_from_slice(&id.to_be_bytes());
-        bytes.extend(apache_avro::to_avro_datum(schema, value).expect("encode"));
-        bytes
+        encode_confluent(id, schema, value).expect("encode")
     }
 
     /// The works schema with a new top-level field that has a default, and the value to match.

@@ -1,0 +1,39 @@
+//! The change feed's cursor (`FeedCursor::decode`), as `since` carries it.
+
+use read_model::change_feed::FeedCursor;
+
+use crate::service::{problem_code, query_value, service};
+
+/// Decoding never panics, and a cursor that decodes is one this service
+/// could have issued: encoding it and decoding again gives it back, in
+/// characters that need no escaping in a URL. As `since`, a text that does
+/// not decode is refused as `invalid_cursor`; one that does is a page, a
+/// cursor of the other audience's feed, or one that is gone.
+pub fn check(input: &[u8]) {
+    let text = String::from_utf8_lossy(input);
+    let decoded = FeedCursor::decode(&text);
+    if let Ok(cursor) = &decoded {
+        let encoded = cursor.encode();
+        assert!(
+            encoded.bytes().all(|byte| byte.is_ascii_alphanumeric() || b"-_.".contains(&byte)),
+            "a cursor's text needs escaping: {encoded:?}"
+        );
+        assert_eq!(FeedCursor::decode(&encoded).as_ref(), Ok(cursor), "a cursor does not survive encoding");
+    }
+    let service = service();
+    let answer = service.get(&format!("/bulk/changes?limit=1&since={}", query_value(&text)), &service.production_key);
+    let code = problem_code(&answer);
+    match decoded {
+        Err(_) => assert_eq!(code.as_deref(), Some("invalid_cursor"), "since={text:?} answered {}", answer.status),
+        Ok(_) => assert!(
+            matches!(code.as_deref(), None | Some("cursor_of_another_audience" | "cursor_gone")),
+            "since={text:?} answered {} {code:?}",
+            answer.status
+        ),
+    }
+}
+
+/// The cursors of every change of the fixtures' feeds, both audiences.
+pub fn seeds() -> Vec<Vec<u8>> {
+    service().feed_cursors.iter().map(|cursor| cursor.clone().into_bytes()).collect()
+}
