@@ -24,7 +24,7 @@ targets=("$@")
 ((${#targets[@]})) || mapfile -t targets < <(cargo +nightly fuzz list)
 mkdir -p logs
 rm -rf seeds
-cargo run --quiet --release --manifest-path ../Cargo.toml -p untrusted-input --bin write-fuzz-seeds -- seeds "${targets[@]}"
+cargo run --quiet --manifest-path ../Cargo.toml -p untrusted-input --bin write-fuzz-seeds -- seeds "${targets[@]}"
 cargo +nightly fuzz build -O
 
 run_target() {

@@ -138,6 +138,12 @@ async fn unknown_routes_are_404_and_wrong_methods_405() {
     let response =
         service.send(Request::get(format!("{BASE}/sandbox/register")).body(Body::empty()).expect("request")).await;
     assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED);
+    // Found by fuzzing: the documentation's routes answered a wrong method with an empty 405.
+    for path in ["/api/docs", "/api/docs/docs.js"] {
+        let response = service.send(Request::post(path).body(Body::empty()).expect("request")).await;
+        let (status, body, _) = support::split(response).await;
+        assert_eq!((status, body["code"].as_str()), (StatusCode::METHOD_NOT_ALLOWED, Some("method_not_allowed")));
+    }
 }
 
 #[tokio::test]

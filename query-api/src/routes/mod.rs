@@ -77,11 +77,13 @@ pub fn router(app: Arc<App>) -> Router {
     let (api, description) = described_endpoints().split_for_parts();
     app.openapi_document.get_or_init(|| openapi::serialize(&openapi::complete(description, &app.settings)));
     let metrics = Arc::clone(&app.metrics);
-    let mut router = api.method_not_allowed_fallback(method_not_allowed);
+    let mut router = api;
     if app.settings.environment != Environment::Production {
         router = router.merge(docs::router());
     }
+    // After the merge: the fallback is set on the routes registered so far.
     router
+        .method_not_allowed_fallback(method_not_allowed)
         .fallback(unknown_route)
         .layer(axum::middleware::from_fn(crate::conditional::conditional))
         .layer(axum::middleware::from_fn_with_state(
