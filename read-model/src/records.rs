@@ -114,10 +114,16 @@ pub struct BulkPage {
 pub struct WriteVersion(pub u64);
 
 impl WriteVersion {
+    /// Bits of a write version: 2^50 microseconds is September 2005, so a
+    /// write version used as a CQL timestamp is always in a cluster's past.
+    /// ScyllaDB refuses timestamps more than three days ahead of its clock
+    /// (`restrict_future_timestamp`, on by default); 2^63, the range CQL
+    /// allows, was refused from an own sum of about 410,000.
+    pub const BITS: u32 = 50;
     /// Bits for the versions of the parties a document names.
-    const REFERENCED_BITS: u32 = 32;
-    /// Largest sum of own versions that keeps the result below 2^63 (a CQL timestamp).
-    const MAX_OWN: u64 = (1 << (63 - WriteVersion::REFERENCED_BITS)) - 1;
+    const REFERENCED_BITS: u32 = 28;
+    /// Largest sum of own versions that fits beside the referenced sum.
+    const MAX_OWN: u64 = (1 << (WriteVersion::BITS - WriteVersion::REFERENCED_BITS)) - 1;
     const MAX_REFERENCED: u64 = (1 << WriteVersion::REFERENCED_BITS) - 1;
 
     /// The version of a document rendered from aggregates it owns (a work's
@@ -128,8 +134,8 @@ impl WriteVersion {
     /// own aggregate, so while the own sum stands still the referenced sum
     /// only grows too. Ordering by (own, referenced) therefore grows with
     /// every change, even when a new owner drops a party with a high version.
-    /// Sums beyond 2^31 (own) or 2^32 (referenced) saturate; no aggregate of
-    /// the registry comes near.
+    /// Sums beyond 2^22 (own: a work's aggregates changed four million
+    /// times) or 2^28 (referenced) saturate; no work of the registry comes near.
     pub fn of_inputs(own_versions: u64, referenced_versions: u64) -> WriteVersion {
         WriteVersion(
             (own_versions.min(WriteVersion::MAX_OWN) << WriteVersion::REFERENCED_BITS)
@@ -160,6 +166,10 @@ pub enum StoreError {
     /// The store is configured so that this use of it would be wrong; waiting does not help.
     #[error("the read-model store cannot be used as configured: {0}")]
     Misconfigured(String),
+    /// The store refused a request as invalid (a value it does not accept,
+    /// a statement it cannot run); sending it again cannot help.
+    #[error("the read-model store refused the request: {0}")]
+    Refused(String),
 }
 
 #[cfg(test)]
@@ -171,13 +181,14 @@ mod tests {
         let before = WriteVersion::of_inputs(7, 900);
         assert!(WriteVersion::of_inputs(7, 901) > before, "a party rename raises the version");
         assert!(WriteVersion::of_inputs(8, 1) > before, "an own change wins even when it drops a busy party");
-        assert_eq!(WriteVersion::of_inputs(1, 2), WriteVersion((1 << 32) | 2));
+        assert_eq!(WriteVersion::of_inputs(1, 2), WriteVersion((1 << 28) | 2));
     }
 
     #[test]
-    fn write_versions_saturate_below_the_cql_timestamp_range() {
+    fn write_versions_saturate_below_two_to_the_fifty() {
         let largest = WriteVersion::of_inputs(u64::MAX, u64::MAX);
-        assert_eq!(largest.0, i64::MAX as u64);
-        assert_eq!(WriteVersion::of_inputs(u64::MAX, 0), WriteVersion(((1 << 31) - 1) << 32));
+        assert_eq!(largest.0, (1 << WriteVersion::BITS) - 1);
+        assert_eq!(WriteVersion::of_inputs(u64::MAX, 0), WriteVersion(((1 << 22) - 1) << 28));
+        assert!(WriteVersion::of_inputs(410_000, 0) < WriteVersion::of_inputs(410_001, 0), "ordered past 410,000");
     }
 }

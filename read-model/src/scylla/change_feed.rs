@@ -82,9 +82,9 @@ impl<'a> VersionFeed<'a> {
             days.insert((audience, day_of(sequence)));
         }
         // A day is listed once per batch; the listing has no version of its
-        // own, so it carries the day's first sequence, which never changes.
+        // own, so it carries the day's first millisecond, which never changes.
         for (audience, day) in days {
-            let timestamp = sequence_of_millisecond(day * DAY_MS);
+            let timestamp = timestamps::of_feed_day(day * DAY_MS);
             requests.push(write_request(
                 session,
                 statements,
@@ -155,7 +155,7 @@ impl<'a> VersionFeed<'a> {
                 }
                 if kept == 0 {
                     let statement = self.statements.get(ModelStatement::DeleteChangeDay)?;
-                    let timestamp = sequence_of_millisecond((day + 1) * DAY_MS);
+                    let timestamp = timestamps::of_feed_day((day + 1) * DAY_MS);
                     execute(self.session, statement, (timestamp, audience.code(), day)).await?;
                 }
             }
@@ -176,10 +176,10 @@ impl<'a> VersionFeed<'a> {
         Ok(rows.first().map_or(0, |(horizon,)| *horizon))
     }
 
-    /// Raises the horizon; stamped with itself, so a lower one never wins.
+    /// Raises the horizon; stamped with its millisecond, so a lower one never wins.
     pub(super) async fn raise_horizon(&self, horizon: i64) -> Result<(), StoreError> {
         let statement = self.statements.get(ModelStatement::WriteChangeHorizon)?;
-        execute(self.session, statement, (HORIZON_ROW, horizon, horizon)).await.map(drop)
+        execute(self.session, statement, (HORIZON_ROW, horizon, timestamps::of_feed_sequence(horizon))).await.map(drop)
     }
 
     async fn days(&self, audience: Audience) -> Result<Vec<i64>, StoreError> {

@@ -16,7 +16,7 @@ use scylla::serialize::row::SerializeRow;
 use scylla::statement::prepared::PreparedStatement;
 use scylla::statement::unprepared::Statement;
 
-use super::errors::{corrupt, unavailable};
+use super::errors::{corrupt, execution_failed, unavailable};
 use super::statements::ModelStatement;
 use crate::store::StoreError;
 
@@ -84,7 +84,7 @@ pub(super) async fn execute(
     session
         .execute_unpaged(statement, values)
         .await
-        .map_err(|error| unavailable(&format!("{} failed", statement.get_statement()), error))
+        .map_err(|error| execution_failed(&format!("{} failed", statement.get_statement()), &error))
 }
 
 /// Executes one prepared statement and returns its rows.
