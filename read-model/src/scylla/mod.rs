@@ -17,6 +17,7 @@
 //! without an explicit timestamp (see `schemas/cql/model.cql`).
 
 mod bulk_pages;
+mod catalog_clock;
 mod change_feed;
 mod errors;
 mod execution;
@@ -142,6 +143,12 @@ impl ScyllaStore {
                 Prepared::prepare(&self.inner.session, &self.inner.read_profile, statements)
             })
             .await
+    }
+
+    /// The timestamp of the next catalog write (see `catalog_clock`).
+    async fn catalog_stamp(&self) -> Result<i64, StoreError> {
+        let now_micros = self.inner.clock.unix_ms().saturating_mul(1_000);
+        catalog_clock::advance(&self.inner.session, self.catalog().await?, now_micros).await
     }
 
     async fn listed_versions(&self) -> Result<Vec<ModelVersion>, StoreError> {
@@ -390,7 +397,8 @@ impl ModelVersions for ScyllaStore {
             self.create_version_keyspace(version).await?;
         }
         let upsert = catalog.get(CatalogStatement::UpsertSchemaRevision)?;
-        execute(&self.inner.session, upsert, (REVISION_ROW, SCHEMA_REVISION)).await.map(drop)
+        let stamp = self.catalog_stamp().await?;
+        execute(&self.inner.session, upsert, (REVISION_ROW, SCHEMA_REVISION, stamp)).await.map(drop)
     }
 
     async fn model_versions(&self) -> Result<Vec<ModelVersionInfo>, StoreError> {
@@ -403,7 +411,8 @@ impl ModelVersions for ScyllaStore {
         let column = row_mapping::version_column(version)?;
         self.create_version_keyspace(version).await?;
         let insert = self.catalog().await?.get(CatalogStatement::InsertVersion)?;
-        execute(&self.inner.session, insert, (VERSIONS_PARTITION, column)).await.map(drop)
+        let stamp = self.catalog_stamp().await?;
+        execute(&self.inner.session, insert, (VERSIONS_PARTITION, column, stamp)).await.map(drop)
     }
 
     async fn activate_model_version(&self, version: ModelVersion) -> Result<(), StoreError> {
@@ -411,7 +420,8 @@ impl ModelVersions for ScyllaStore {
             return Err(StoreError::UnknownModelVersion(version));
         }
         let upsert = self.catalog().await?.get(CatalogStatement::UpsertActiveVersion)?;
-        execute(&self.inner.session, upsert, (ACTIVE_ROW, row_mapping::version_column(version)?)).await?;
+        let stamp = self.catalog_stamp().await?;
+        execute(&self.inner.session, upsert, (ACTIVE_ROW, row_mapping::version_column(version)?, stamp)).await?;
         self.inner.active.record(Some(version));
         Ok(())
     }
@@ -429,7 +439,9 @@ impl ModelVersions for ScyllaStore {
         // other order would leave a keyspace no catalog names.
         self.run_ddl(&format!("DROP KEYSPACE IF EXISTS {}", self.inner.settings.model_keyspace(version))).await?;
         let delete = self.catalog().await?.get(CatalogStatement::DeleteVersion)?;
-        execute(&self.inner.session, delete, (VERSIONS_PARTITION, row_mapping::version_column(version)?)).await?;
+        let stamp = self.catalog_stamp().await?;
+        let values = (stamp, VERSIONS_PARTITION, row_mapping::version_column(version)?);
+        execute(&self.inner.session, delete, values).await?;
         self.inner.versions.forget(version);
         Ok(())
     }
@@ -461,6 +473,7 @@ impl ApiKeys for ScyllaStore {
             rate_limit,
             key.created_at_ms,
             key.revoked_at_ms,
+            self.catalog_stamp().await?,
         );
         execute(&self.inner.session, statement, values).await.map(drop)
     }
@@ -486,7 +499,8 @@ impl ApiKeys for ScyllaStore {
         };
         if key.revoked_at_ms.is_none() {
             let statement = self.catalog().await?.get(CatalogStatement::RevokeApiKey)?;
-            execute(&self.inner.session, statement, (API_KEYS_PARTITION, &key.key_hash, at_ms)).await?;
+            let stamp = self.catalog_stamp().await?;
+            execute(&self.inner.session, statement, (API_KEYS_PARTITION, &key.key_hash, at_ms, stamp)).await?;
         }
         Ok(true)
     }

@@ -11,8 +11,9 @@ pub const CATALOG_CQL: &str = include_str!("../../../schemas/cql/catalog.cql");
 pub const MODEL_CQL: &str = include_str!("../../../schemas/cql/model.cql");
 
 /// The schema revision this binary creates and reads. A store at a higher
-/// revision was written by a newer program and is refused.
-pub const SCHEMA_REVISION: i32 = 1;
+/// revision was written by a newer program and is refused. Revision 2 adds
+/// the catalog's clock, which every catalog write must go through.
+pub const SCHEMA_REVISION: i32 = 2;
 
 /// The statements of a DDL file, with its placeholders filled in.
 ///

@@ -228,10 +228,12 @@ pub enum CatalogStatement {
     SelectApiKey,
     InsertApiKey,
     RevokeApiKey,
+    SelectCatalogClock,
+    AdvanceCatalogClock,
 }
 
 impl CatalogStatement {
-    pub const ALL: [CatalogStatement; 11] = [
+    pub const ALL: [CatalogStatement; 13] = [
         CatalogStatement::SelectVersions,
         CatalogStatement::InsertVersion,
         CatalogStatement::DeleteVersion,
@@ -243,6 +245,8 @@ impl CatalogStatement {
         CatalogStatement::SelectApiKey,
         CatalogStatement::InsertApiKey,
         CatalogStatement::RevokeApiKey,
+        CatalogStatement::SelectCatalogClock,
+        CatalogStatement::AdvanceCatalogClock,
     ];
 
     /// Whether the statement only reads.
@@ -255,25 +259,34 @@ impl CatalogStatement {
         use CatalogStatement::*;
         match self {
             SelectVersions => format!("SELECT version FROM {keyspace}.model_versions WHERE catalog = ?"),
-            InsertVersion => format!("INSERT INTO {keyspace}.model_versions (catalog, version) VALUES (?, ?)"),
-            DeleteVersion => format!("DELETE FROM {keyspace}.model_versions WHERE catalog = ? AND version = ?"),
-            SelectActiveVersion => format!("SELECT version FROM {keyspace}.active_model_version WHERE singleton = ?"),
-            UpsertActiveVersion => {
-                format!("INSERT INTO {keyspace}.active_model_version (singleton, version) VALUES (?, ?)")
+            InsertVersion => {
+                format!("INSERT INTO {keyspace}.model_versions (catalog, version) VALUES (?, ?) USING TIMESTAMP ?")
             }
+            DeleteVersion => {
+                format!("DELETE FROM {keyspace}.model_versions USING TIMESTAMP ? WHERE catalog = ? AND version = ?")
+            }
+            SelectActiveVersion => format!("SELECT version FROM {keyspace}.active_model_version WHERE singleton = ?"),
+            UpsertActiveVersion => format!(
+                "INSERT INTO {keyspace}.active_model_version (singleton, version) VALUES (?, ?) USING TIMESTAMP ?"
+            ),
             SelectSchemaRevision => format!("SELECT revision FROM {keyspace}.schema_revision WHERE singleton = ?"),
             UpsertSchemaRevision => {
-                format!("INSERT INTO {keyspace}.schema_revision (singleton, revision) VALUES (?, ?)")
+                format!("INSERT INTO {keyspace}.schema_revision (singleton, revision) VALUES (?, ?) USING TIMESTAMP ?")
             }
             SelectApiKeys => format!("SELECT {API_KEY_COLUMNS} FROM {keyspace}.api_keys WHERE catalog = ?"),
             SelectApiKey => {
                 format!("SELECT {API_KEY_COLUMNS} FROM {keyspace}.api_keys WHERE catalog = ? AND key_hash = ?")
             }
-            InsertApiKey => {
-                format!("INSERT INTO {keyspace}.api_keys (catalog, {API_KEY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
-            }
-            RevokeApiKey => {
-                format!("INSERT INTO {keyspace}.api_keys (catalog, key_hash, revoked_at_ms) VALUES (?, ?, ?)")
+            InsertApiKey => format!(
+                "INSERT INTO {keyspace}.api_keys (catalog, {API_KEY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?) \
+                 USING TIMESTAMP ?"
+            ),
+            RevokeApiKey => format!(
+                "INSERT INTO {keyspace}.api_keys (catalog, key_hash, revoked_at_ms) VALUES (?, ?, ?) USING TIMESTAMP ?"
+            ),
+            SelectCatalogClock => format!("SELECT stamp FROM {keyspace}.catalog_clock WHERE singleton = ?"),
+            AdvanceCatalogClock => {
+                format!("INSERT INTO {keyspace}.catalog_clock (singleton, stamp) VALUES (?, ?) USING TIMESTAMP ?")
             }
         }
     }
@@ -283,6 +296,8 @@ impl CatalogStatement {
 pub const VERSIONS_PARTITION: &str = "read-model";
 /// The partition key value of the active version's row.
 pub const ACTIVE_ROW: &str = "active";
+/// The partition key value of the catalog clock's row.
+pub const CLOCK_ROW: &str = "clock";
 /// The partition key value of the schema revision's row.
 pub const REVISION_ROW: &str = "schema";
 /// The partition key value of the one partition holding all production keys.
@@ -339,7 +354,7 @@ mod tests {
         text.split_once(" WHERE ").is_some_and(|(_, filter)| filter.contains(&format!("{column} = ?")))
     }
 
-    fn check(text: &str, shapes: &[TableShape], versioned_writes: bool) {
+    fn check(text: &str, shapes: &[TableShape]) {
         let (table, columns) = table_and_columns(text);
         let shape = shapes.iter().find(|shape| shape.name == table).unwrap_or_else(|| panic!("{text}: no {table}"));
         for column in &columns {
@@ -360,7 +375,7 @@ mod tests {
             }
         }
         let writes = text.starts_with("INSERT ") || text.starts_with("DELETE ");
-        if writes && versioned_writes && table != "bulk_bucket_counts" {
+        if writes && table != "bulk_bucket_counts" {
             assert!(text.contains("USING TIMESTAMP ?"), "{text}: a versioned write without its timestamp");
         }
     }
@@ -371,7 +386,7 @@ mod tests {
         let statements = ModelStatement::all();
         assert_eq!(statements.len(), 5 * 3 + 38);
         for statement in statements {
-            check(&statement.text("k"), &shapes, true);
+            check(&statement.text("k"), &shapes);
         }
     }
 
@@ -379,7 +394,7 @@ mod tests {
     fn every_catalog_statement_reads_or_writes_one_partition_of_a_committed_table() {
         let shapes = tables(&render(CATALOG_CQL, "k", 1));
         for statement in CatalogStatement::ALL {
-            check(&statement.text("k"), &shapes, false);
+            check(&statement.text("k"), &shapes);
         }
     }
 
