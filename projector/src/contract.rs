@@ -9,6 +9,8 @@
 use apache_avro::Schema;
 use apache_avro::schema::{Name, UnionSchema};
 
+use crate::canonical_form::canonical_form;
+
 /// One upstream topic; each carries the events of one aggregate type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Topic {
@@ -102,7 +104,7 @@ impl Contract {
                 Ok(TopicSchema {
                     topic,
                     name: record.name.clone(),
-                    canonical_form: schema.canonical_form(),
+                    canonical_form: canonical_form(&schema),
                     payload_branches: branch_names(union),
                     schema,
                 })
@@ -136,7 +138,7 @@ impl Contract {
 
     /// Whether a writer schema equals the reader schema, so values need no resolution.
     pub fn is_reader_schema(&self, topic: Topic, writer: &Schema) -> bool {
-        self.topic_schema(topic).canonical_form == writer.canonical_form()
+        self.topic_schema(topic).canonical_form == canonical_form(writer)
     }
 }
 

@@ -11,6 +11,7 @@
 
 pub mod avro_value;
 pub mod backoff;
+pub mod canonical_form;
 pub mod contract;
 pub mod dead_letter;
 pub mod events;

@@ -20,6 +20,7 @@ use apache_avro::Schema;
 use apache_avro::schema::{Name, NamesRef, ResolvedSchema};
 use apache_avro::types::Value;
 
+use crate::canonical_form::canonical_form;
 use crate::contract::{Contract, Topic, branch_names};
 
 /// Resolves values written with one writer schema of one topic.
@@ -155,7 +156,7 @@ fn reads_unchanged(writer: &Schema, reader: &Schema, writer_names: &NamesRef<'_>
     let mut pending = vec![(writer, reader)];
     let mut compared: HashSet<&Name> = HashSet::new();
     while let Some((writer, reader)) = pending.pop() {
-        if writer.canonical_form() != reader.canonical_form() {
+        if canonical_form(writer) != canonical_form(reader) {
             return false;
         }
         let mut references = Vec::new();

@@ -4,34 +4,21 @@
 //! by the specification, so this must too, byte for byte.
 
 use apache_avro::Schema;
-use apache_avro::rabin::Rabin;
+
+use crate::canonical_form::canonical_form;
 
 /// The single-object fingerprint of a schema: CRC-64-AVRO of its Parsing Canonical Form.
 pub fn fingerprint(schema: &Schema) -> [u8; 8] {
-    // The corrected form has no logical types left, so apache-avro's own
-    // canonical form of it is the specification's, and so is its fingerprint.
-    let corrected = Schema::parse_str(&canonical_form(schema)).unwrap_or_else(|_| schema.clone());
-    let bytes = corrected.fingerprint::<Rabin>().bytes;
-    let mut fingerprint = [0; 8];
-    fingerprint.copy_from_slice(&bytes[..8]);
-    fingerprint
+    crc64_avro(canonical_form(schema).as_bytes()).to_le_bytes()
 }
 
-/// The Parsing Canonical Form as the Avro specification defines it.
-///
-/// apache-avro 0.22 strips `logicalType` but then leaves the primitive it
-/// annotated wrapped (`{"type":"long"}`), where the specification's
-/// \[PRIMITIVES\] rule, and with it the Java and Python implementations, give
-/// `"long"`. Fingerprints of schemas with logical types (every event here:
-/// the envelope's timestamps) would then differ from the producers'. The
-/// wrapped forms are unwrapped here; in canonical form a `{` followed by
-/// `"type"` only ever starts such a wrapper, since named types start with `"name"`.
-pub fn canonical_form(schema: &Schema) -> String {
-    let mut form = schema.canonical_form();
-    for primitive in ["null", "boolean", "int", "long", "float", "double", "bytes", "string"] {
-        form = form.replace(&format!(r#"{{"type":"{primitive}"}}"#), &format!(r#""{primitive}""#));
-    }
-    form
+/// The Avro specification's 64-bit Rabin fingerprint (CRC-64-AVRO).
+fn crc64_avro(bytes: &[u8]) -> u64 {
+    const EMPTY: u64 = 0xc15d_213a_a4d7_a795;
+    let table: [u64; 256] = std::array::from_fn(|index| {
+        (0..8).fold(index as u64, |print, _| (print >> 1) ^ (EMPTY & (print & 1).wrapping_neg()))
+    });
+    bytes.iter().fold(EMPTY, |print, byte| (print >> 8) ^ table[((print ^ u64::from(*byte)) & 0xff) as usize])
 }
 
 #[cfg(test)]
@@ -46,11 +33,17 @@ mod tests {
     }
 
     #[test]
-    fn the_canonical_form_reduces_primitives_with_logical_types_to_their_names() {
-        let schema = Schema::parse_str(
-            r#"{"type":"record","name":"r","doc":"d","fields":[{"name":"at","type":{"type":"long","logicalType":"timestamp-millis"}}]}"#,
-        )
-        .expect("schema");
-        assert_eq!(canonical_form(&schema), r#"{"name":"r","type":"record","fields":[{"name":"at","type":"long"}]}"#);
+    fn the_crc_is_apache_avros_rabin_fingerprint_of_the_same_form() {
+        let contract = crate::contract::Contract::load().expect("contract");
+        for topic in crate::contract::Topic::ALL {
+            let form = canonical_form(contract.reader_schema(topic));
+            let rabin = Schema::parse_str(&form).expect("a form parses").fingerprint::<apache_avro::rabin::Rabin>();
+            assert_eq!(
+                fingerprint(contract.reader_schema(topic)).to_vec(),
+                rabin.bytes[..8].to_vec(),
+                "{}",
+                topic.name()
+            );
+        }
     }
 }
