@@ -17,7 +17,7 @@ use scylla::statement::prepared::PreparedStatement;
 use scylla::statement::unprepared::Statement;
 
 use super::errors::{corrupt, execution_failed, unavailable};
-use super::statements::ModelStatement;
+use super::statements::{Access, ModelStatement};
 use crate::store::StoreError;
 
 /// Requests one batch keeps in flight at once: enough to hide round trips,
@@ -39,65 +39,77 @@ pub(super) fn ddl_statement(text: &str) -> Statement {
     statement
 }
 
+/// A prepared statement, with how it runs.
+#[derive(Debug)]
+pub(super) struct Ready {
+    statement: PreparedStatement,
+    access: Access,
+}
+
 /// A set of prepared statements, looked up by what they do.
 #[derive(Debug)]
 pub(super) struct Prepared<S> {
-    statements: HashMap<S, PreparedStatement>,
+    statements: HashMap<S, Ready>,
 }
 
 impl<S: Copy + Eq + Hash + std::fmt::Debug> Prepared<S> {
-    /// Prepares each (statement, CQL, is a read). Every statement is marked
+    /// Prepares each (statement, CQL, access). Every statement is marked
     /// idempotent, which lets the driver retry it and speculate on it: a
     /// read, an upsert or deletion with an explicit timestamp, or a write of
     /// an absolute value has the same effect however often it runs.
     pub(super) async fn prepare(
         session: &Session,
         read_profile: &ExecutionProfileHandle,
-        statements: impl IntoIterator<Item = (S, String, bool)>,
+        statements: impl IntoIterator<Item = (S, String, Access)>,
     ) -> Result<Prepared<S>, StoreError> {
         let mut prepared = HashMap::new();
-        for (statement, text, is_read) in statements {
+        for (statement, text, access) in statements {
             let mut ready = session
                 .prepare(text.as_str())
                 .await
                 .map_err(|error| unavailable(&format!("cannot prepare {text}"), error))?;
             ready.set_is_idempotent(true);
-            if is_read {
+            if access != Access::Write {
                 ready.set_execution_profile_handle(Some(read_profile.clone()));
             }
-            prepared.insert(statement, ready);
+            prepared.insert(statement, Ready { statement: ready, access });
         }
         Ok(Prepared { statements: prepared })
     }
 
-    pub(super) fn get(&self, statement: S) -> Result<&PreparedStatement, StoreError> {
+    pub(super) fn get(&self, statement: S) -> Result<&Ready, StoreError> {
         self.statements.get(&statement).ok_or_else(|| StoreError::Corrupt(format!("{statement:?} is not prepared")))
     }
 }
 
-/// Executes one prepared statement.
+/// Executes one prepared statement in one request.
 pub(super) async fn execute(
     session: &Session,
-    statement: &PreparedStatement,
+    ready: &Ready,
     values: impl SerializeRow,
 ) -> Result<QueryResult, StoreError> {
     session
-        .execute_unpaged(statement, values)
+        .execute_unpaged(&ready.statement, values)
         .await
-        .map_err(|error| execution_failed(&format!("{} failed", statement.get_statement()), &error))
+        .map_err(|error| execution_failed(&format!("{} failed", ready.statement.get_statement()), &error))
 }
 
-/// Executes one prepared statement and returns its rows.
-pub(super) async fn select<R>(
-    session: &Session,
-    statement: &PreparedStatement,
-    values: impl SerializeRow,
-) -> Result<Vec<R>, StoreError>
+/// Executes one prepared read and returns its rows: in one request, or
+/// page by page for a read of [`Access::ReadInPages`].
+pub(super) async fn select<R>(session: &Session, ready: &Ready, values: impl SerializeRow) -> Result<Vec<R>, StoreError>
 where
-    R: for<'frame> DeserializeRow<'frame, 'frame>,
+    R: for<'frame, 'metadata> DeserializeRow<'frame, 'metadata>,
 {
-    let result = execute(session, statement, values).await?;
-    let context = statement.get_statement();
+    let context = ready.statement.get_statement();
+    if ready.access == Access::ReadInPages {
+        let pager = session
+            .execute_iter(ready.statement.clone(), values)
+            .await
+            .map_err(|error| unavailable(&format!("{context} failed"), error))?;
+        let rows = pager.rows_stream::<R>().map_err(|error| corrupt(context, error))?;
+        return rows.try_collect().await.map_err(|error| unavailable(&format!("{context} failed"), error));
+    }
+    let result = execute(session, ready, values).await?;
     let rows = result.into_rows_result().map_err(|error| corrupt(context, error))?;
     let typed = rows.rows::<R>().map_err(|error| corrupt(context, error))?;
     typed.collect::<Result<Vec<R>, _>>().map_err(|error| corrupt(context, error))

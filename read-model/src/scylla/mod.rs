@@ -139,7 +139,7 @@ impl ScyllaStore {
             .get_or_try_init(|| {
                 let statements = CatalogStatement::ALL
                     .into_iter()
-                    .map(|statement| (statement, statement.text(keyspace), statement.is_read()));
+                    .map(|statement| (statement, statement.text(keyspace), statement.access()));
                 Prepared::prepare(&self.inner.session, &self.inner.read_profile, statements)
             })
             .await
@@ -174,7 +174,7 @@ impl ScyllaStore {
             let keyspace = self.inner.settings.model_keyspace(version);
             let statements = ModelStatement::all()
                 .into_iter()
-                .map(|statement| (statement, statement.text(&keyspace), statement.is_read()));
+                .map(|statement| (statement, statement.text(&keyspace), statement.access()));
             Prepared::prepare(&self.inner.session, &self.inner.read_profile, statements).await
         };
         self.inner.versions.get_or_prepare(version, prepare).await

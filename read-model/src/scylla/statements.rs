@@ -76,10 +76,33 @@ model_statements!(
     SelectChangeHorizon,
 );
 
+/// How a statement runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    Write,
+    /// A read of at most a page of rows (one row, or a `LIMIT`), in one
+    /// request; reads may be executed speculatively.
+    Read,
+    /// A read that can return any number of rows (a whole partition: a
+    /// party's referrers, a work's provenance), in pages, since ScyllaDB
+    /// refuses an unpaged result past its size limit.
+    ReadInPages,
+}
+
+/// A write, or a read in one request.
+fn write_or_read(text: &str) -> Access {
+    if text.starts_with("SELECT ") { Access::Read } else { Access::Write }
+}
+
 impl ModelStatement {
-    /// Whether the statement only reads, and so may be executed speculatively.
-    pub fn is_read(self) -> bool {
-        self.text("k").starts_with("SELECT ")
+    /// Reads of a whole partition that can grow without bound are read in pages.
+    pub fn access(self) -> Access {
+        use ModelStatement::*;
+        match self {
+            SelectProvenance | SelectIdentifiers | SelectBucketCounts | SelectFixtures | SelectPartyReferrers
+            | SelectCheckpoints | SelectChangeDays => Access::ReadInPages,
+            _ => write_or_read(&self.text("k")),
+        }
     }
 
     /// The CQL of this statement on the model version keyspace `keyspace`.
@@ -249,9 +272,12 @@ impl CatalogStatement {
         CatalogStatement::AdvanceCatalogClock,
     ];
 
-    /// Whether the statement only reads.
-    pub fn is_read(self) -> bool {
-        self.text("k").starts_with("SELECT ")
+    /// Reads of a whole partition that can grow without bound are read in pages.
+    pub fn access(self) -> Access {
+        match self {
+            CatalogStatement::SelectVersions | CatalogStatement::SelectApiKeys => Access::ReadInPages,
+            _ => write_or_read(&self.text("k")),
+        }
     }
 
     /// The CQL of this statement on the catalog keyspace `keyspace`.
@@ -417,6 +443,32 @@ mod tests {
         assert!(delete.find("USING TIMESTAMP ?") < delete.find("WHERE"));
         let insert = ModelStatement::UpsertBulkRow.text("k");
         assert!(insert.ends_with("USING TIMESTAMP ?"));
-        assert!(ModelStatement::SelectBulkRowIds.is_read() && !ModelStatement::UpsertBulkRow.is_read());
+        assert_eq!(ModelStatement::SelectBulkRowIds.access(), Access::Read);
+        assert_eq!(ModelStatement::UpsertBulkRow.access(), Access::Write);
+    }
+
+    /// The defect: every read was unpaged, so a party named by a million
+    /// documents made its referrer read exceed ScyllaDB's limit for unpaged
+    /// results, and every batch touching it failed and was retried.
+    #[test]
+    fn every_read_that_can_return_many_rows_is_read_in_pages() {
+        let model = tables(&render(MODEL_CQL, "k", 1));
+        let catalog = tables(&render(CATALOG_CQL, "k", 1));
+        let statements =
+            ModelStatement::all().into_iter().map(|statement| (statement.text("k"), statement.access(), &model)).chain(
+                CatalogStatement::ALL.into_iter().map(|statement| (statement.text("k"), statement.access(), &catalog)),
+            );
+        for (text, access, shapes) in statements {
+            if !text.starts_with("SELECT ") {
+                assert_eq!(access, Access::Write, "{text}");
+                continue;
+            }
+            let (table, _) = table_and_columns(&text);
+            let shape = shapes.iter().find(|shape| shape.name == table).expect("a committed table");
+            let one_row = shape.clustering_key.iter().all(|column| restricted_by_equality(&text, column));
+            let many_rows = !one_row && !text.contains("COUNT(") && !text.contains(" LIMIT ");
+            assert_eq!(access, if many_rows { Access::ReadInPages } else { Access::Read }, "{text}");
+        }
+        assert_eq!(ModelStatement::SelectPartyReferrers.access(), Access::ReadInPages);
     }
 }
