@@ -152,7 +152,7 @@ pub async fn changes(
             let since = since.map(|since| format!("since={since}&")).unwrap_or_default();
             app.public_url(&format!("/bulk/changes?{since}limit={limit}"))
         };
-        let links = ChangeLinks { this: link(query.since.as_deref()), next: link(Some(&next)) };
+        let links = ChangeLinks { this: link(query.since.as_deref().map(str::trim)), next: link(Some(&next)) };
         let caught_up = items.len() < limit as usize;
         json_of(StatusCode::OK, &ChangePage { items, next, caught_up, links })
     })
