@@ -60,45 +60,44 @@ fn write_schema(schema: &Schema, form: &mut String) {
             write_schema(&map.types, form);
             form.push('}');
         }
-        Schema::Union(union) => {
-            form.push('[');
-            for (index, variant) in union.variants().iter().enumerate() {
-                if index > 0 {
-                    form.push(',');
-                }
-                write_schema(variant, form);
-            }
-            form.push(']');
-        }
+        Schema::Union(union) => write_list(union.variants(), write_schema, form),
         Schema::Record(record) => {
             write_named_start(&record.name, "record", form);
-            form.push_str(r#","fields":["#);
-            for (index, field) in record.fields.iter().enumerate() {
-                if index > 0 {
-                    form.push(',');
-                }
-                form.push_str(r#"{"name":"#);
-                write_string(&field.name, form);
-                form.push_str(r#","type":"#);
-                write_schema(&field.schema, form);
-                form.push('}');
-            }
-            form.push_str("]}");
+            form.push_str(r#","fields":"#);
+            write_list(
+                &record.fields,
+                |field, form| {
+                    form.push_str(r#"{"name":"#);
+                    write_string(&field.name, form);
+                    form.push_str(r#","type":"#);
+                    write_schema(&field.schema, form);
+                    form.push('}');
+                },
+                form,
+            );
+            form.push('}');
         }
         Schema::Enum(enumeration) => {
             write_named_start(&enumeration.name, "enum", form);
-            form.push_str(r#","symbols":["#);
-            for (index, symbol) in enumeration.symbols.iter().enumerate() {
-                if index > 0 {
-                    form.push(',');
-                }
-                write_string(symbol, form);
-            }
-            form.push_str("]}");
+            form.push_str(r#","symbols":"#);
+            write_list(&enumeration.symbols, |symbol, form| write_string(symbol, form), form);
+            form.push('}');
         }
         Schema::Fixed(fixed) => write_fixed(fixed, form),
         Schema::Ref { name } => write_string(&name.fullname(None), form),
     }
+}
+
+/// A JSON array of `items`, each written by `write_item`.
+fn write_list<T>(items: &[T], write_item: impl Fn(&T, &mut String), form: &mut String) {
+    form.push('[');
+    for (index, item) in items.iter().enumerate() {
+        if index > 0 {
+            form.push(',');
+        }
+        write_item(item, form);
+    }
+    form.push(']');
 }
 
 fn write_named_start(name: &Name, kind: &str, form: &mut String) {

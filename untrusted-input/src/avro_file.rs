@@ -50,12 +50,6 @@ pub fn check(input: &[u8]) {
 
 /// The sandbox fixture files.
 pub fn seeds() -> Vec<Vec<u8>> {
-    let mut files: Vec<_> = std::fs::read_dir(repository::sandbox_events())
-        .expect("the fixtures")
-        .filter_map(Result::ok)
-        .map(|entry| entry.path())
-        .filter(|path| path.extension().is_some_and(|extension| extension == "avro"))
-        .collect();
-    files.sort();
+    let files = repository::avro_files_in(&repository::sandbox_events());
     files.iter().map(|file| std::fs::read(file).expect("a fixture file")).collect()
 }

@@ -76,13 +76,7 @@ pub fn seeds() -> Vec<Vec<u8>> {
     let contract = Contract::load().expect("the contract");
     let mut seeds = Vec::new();
     for directory in [repository::sandbox_events(), generated.path().to_path_buf()] {
-        let mut files: Vec<_> = std::fs::read_dir(&directory)
-            .expect("the event directory")
-            .filter_map(Result::ok)
-            .map(|entry| entry.path())
-            .filter(|path| path.extension().is_some_and(|extension| extension == "avro"))
-            .collect();
-        files.sort();
+        let files = repository::avro_files_in(&directory);
         for file in files {
             let reader = Reader::new(std::fs::File::open(&file).expect("an event file")).expect("a container file");
             let schema = reader.writer_schema().clone();

@@ -7,7 +7,7 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
 use query_api::app::BASE_PATH;
 
-use crate::service::{assert_keeps_the_contract, service};
+use crate::service::{after_key_choices, assert_keeps_the_contract, service};
 
 /// Every answer keeps the contract (`assert_keeps_the_contract`), and a
 /// batch that is answered counts one result for each of its identifiers.
@@ -40,13 +40,5 @@ pub fn seeds() -> Vec<Vec<u8>> {
         r#"{"lccIds":[],"iswcs":[],"isrcs":[]}"#,
         r#"{"iswcs":["T9000000011","T-900.000.002-2"],"lccIds":["SANDBOX-LCC-0001"]}"#,
     ];
-    let mut seeds = Vec::new();
-    for body in bodies {
-        for key_choice in [1_u8, 2] {
-            let mut seed = vec![key_choice];
-            seed.extend(body.as_bytes());
-            seeds.push(seed);
-        }
-    }
-    seeds
+    after_key_choices(bodies.map(str::to_owned), &[1, 2])
 }

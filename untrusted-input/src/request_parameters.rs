@@ -12,7 +12,7 @@ use axum::body::Body;
 use axum::http::{Method, Request, Uri};
 use query_api::app::BASE_PATH;
 
-use crate::service::{assert_keeps_the_contract, service};
+use crate::service::{after_key_choices, assert_keeps_the_contract, service};
 
 const METHODS: [Method; 4] = [Method::GET, Method::GET, Method::HEAD, Method::POST];
 const ENCODINGS: [&str; 4] = ["", "gzip", "br, zstd", "*"];
@@ -80,13 +80,5 @@ pub fn seeds() -> Vec<Vec<u8>> {
         targets.push(format!("{BASE_PATH}/bulk/snapshots/{snapshot}/files/works-00000.parquet"));
     }
     targets.push("/api/docs".into());
-    let mut seeds = Vec::new();
-    for target in targets {
-        for key_choice in [1_u8, 2] {
-            let mut seed = vec![key_choice];
-            seed.extend(target.as_bytes());
-            seeds.push(seed);
-        }
-    }
-    seeds
+    after_key_choices(targets, &[1, 2])
 }

@@ -187,6 +187,15 @@ async fn serve(directory: &Path) -> anyhow::Result<(Router, [String; 3], Vec<Str
     Ok((router(app), [production_key, narrow_key, sandbox_key], snapshot_ids))
 }
 
+/// Each of `texts` after each key choice byte of `key_choices` (see
+/// [`FuzzedService::key`]): the seeds of the targets that send requests.
+pub fn after_key_choices(texts: impl IntoIterator<Item = String>, key_choices: &[u8]) -> Vec<Vec<u8>> {
+    texts
+        .into_iter()
+        .flat_map(|text| key_choices.iter().map(move |choice| [&[*choice][..], text.as_bytes()].concat()))
+        .collect()
+}
+
 /// The code of a problem document, if the answer is one.
 pub fn problem_code(answer: &Answer) -> Option<String> {
     let problem: serde_json::Value = serde_json::from_slice(&answer.body).ok()?;
