@@ -32,7 +32,7 @@ fn the_served_description_is_valid_openapi_3_1() {
 }
 
 /// Examples per operation and phase: 60 in the suite; a longer run sets
-/// `LCC_SCHEMATHESIS_MAX_EXAMPLES` (the README's command runs about 10,000 cases).
+/// `LCC_SCHEMATHESIS_MAX_EXAMPLES` (the README's 300 run about 16,000 cases).
 fn max_examples() -> String {
     std::env::var("LCC_SCHEMATHESIS_MAX_EXAMPLES").unwrap_or_else(|_| "60".into())
 }
