@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Instructions per rights-by-id lookup of one or two query API builds, under
+# valgrind's callgrind, which counts instructions rather than time, so the
+# figure is the same however busy the machine is. Each build serves the
+# same generated store twice for the same time, idle and under wrk; the
+# difference of the two totals over the requests served is the cost of a
+# lookup (cache on, the default). With two builds it also lists the
+# functions whose cost per lookup changed most (self cost, B minus A).
+#
+#   scripts/instructions-per-lookup.sh QUERY_API_A [QUERY_API_B] [WORKS=10000] [SECONDS=30]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [[ $# -lt 1 ]]; then
+    sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//' >&2
+    exit 2
+fi
+builds=("$(realpath "$1")")
+[[ $# -ge 2 && -n "$2" ]] && builds+=("$(realpath "$2")")
+works="${3:-10000}"
+seconds="${4:-30}"
+command -v valgrind >/dev/null || { echo "valgrind is required (Debian package valgrind)" >&2; exit 1; }
+work_directory="$(mktemp -d "${TMPDIR:-/tmp}/lookup-instructions.XXXXXX")"
+# shellcheck source=scripts/bench/helpers.sh
+source scripts/bench/helpers.sh
+
+cargo build --release --quiet -p projector
+projector=target/release/projector
+"$projector" generate --works "$works" --seed 7 --events-per-segment 50000 --out "$work_directory/events" >/dev/null
+RUST_LOG=warn "$projector" run --source "file://$work_directory/events" --data-dir "$work_directory/data" \
+    --admin-listen 127.0.0.1:0 --exit-when-caught-up >/dev/null
+export BENCH_WORKS="$works"
+BENCH_API_KEY=$("${builds[0]}" keys --data-dir "$work_directory/data" issue --partner "Instruction count" \
+    --scopes rights:read --rate-limit 1000000000 2>/dev/null)
+export BENCH_API_KEY
+
+# Runs build $1 under callgrind for $seconds, idle or under load ($2); the
+# profile goes to $work_directory/$3.$2.
+profile() {
+    local binary="$1" mode="$2" name="$3" port
+    port=$(free_port)
+    RUST_LOG=warn valgrind --tool=callgrind --callgrind-out-file="$work_directory/$name.$mode" \
+        "$binary" serve --data-dir "$work_directory/data" --listen "127.0.0.1:$port" \
+        --admin-listen "127.0.0.1:$(free_port)" --snapshot-interval-minutes 0 >/dev/null 2>&1 &
+    local pid=$!
+    pids+=("$pid")
+    wait_for "http://127.0.0.1:$port/api/v1/public/v1/openapi.json"
+    if [[ "$mode" == load ]]; then
+        wrk --threads 1 --connections 4 --duration "${seconds}s" --script scripts/bench/rights-lookups.lua \
+            "http://127.0.0.1:$port" >"$work_directory/$name.wrk"
+    else
+        sleep "$seconds"
+    fi
+    kill -INT "$pid"
+    wait "$pid" || true
+}
+
+names=(A B)
+for index in "${!builds[@]}"; do
+    echo "${names[$index]}: ${builds[$index]} (idle, then under load, ${seconds} s each)"
+    profile "${builds[$index]}" idle "${names[$index]}"
+    profile "${builds[$index]}" load "${names[$index]}"
+done
+
+python3 - "$work_directory" "${names[@]:0:${#builds[@]}}" <<'PY'
+import re, subprocess, sys
+directory, names = sys.argv[1], sys.argv[2:]
+
+def total(path):
+    for line in open(path):
+        if line.startswith("totals:") or line.startswith("summary:"):
+            return int(line.split()[1])
+
+def requests(name):
+    return int(re.search(r"(\d+) requests in", open(f"{directory}/{name}.wrk").read()).group(1))
+
+def self_cost_per_request(name, served):
+    # callgrind_annotate lists functions before the annotated sources; a
+    # function inlined from several files is listed once per file.
+    listing = subprocess.run(["callgrind_annotate", "--inclusive=no", "--threshold=100", f"{directory}/{name}.load"],
+                             capture_output=True, text=True, check=True).stdout
+    listing = listing.split("file:function", 1)[1].split("Auto-annotated source", 1)[0]
+    costs = {}
+    for line in listing.splitlines():
+        match = re.match(r"\s*([\d,]+)\s+\([^)]*\)\s+(.*)", line)
+        if match:
+            function = re.sub(r"\s*\[[^\]]*\]\s*$", "", match.group(2))
+            function = re.sub(r"^[\w./-]+\.(rs|c|h|S):(?!:)", "", function)
+            costs[function] = costs.get(function, 0) + int(match.group(1).replace(",", "")) / served
+    return costs
+
+costs = {}
+for name in names:
+    served = requests(name)
+    per_lookup = (total(f"{directory}/{name}.load") - total(f"{directory}/{name}.idle")) / served
+    print(f"{name}: {per_lookup:>9,.0f} instructions per lookup ({served:,} lookups)")
+    costs[name] = self_cost_per_request(name, served)
+if len(names) == 2:
+    a, b = costs["A"], costs["B"]
+    print(f"B / A: {sum(b.values()) / sum(a.values()):.3f}; functions whose self cost per lookup changed most (B - A):")
+    changes = sorted(((b.get(f, 0) - a.get(f, 0), f) for f in set(a) | set(b)), key=lambda change: -abs(change[0]))
+    for change, function in changes[:25]:
+        print(f"  {change:+8,.0f}  {function[:110]}")
+PY
