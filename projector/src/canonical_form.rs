@@ -9,7 +9,7 @@
 //! specification's \[PRIMITIVES\] rule, and the Java and Python
 //! implementations with it, give `"long"`. And it panics on schemas it
 //! parsed without complaint: a field carrying a custom attribute `symbols`
-//! whose value is `null` (found by fuzzing container files), and the
+//! whose value is `null`, and the
 //! schemas given here come from outside: file headers, a schema registry,
 //! a directory of writer schemas.
 //!
@@ -159,8 +159,8 @@ mod tests {
         );
     }
 
-    /// Found by fuzzing container files: apache-avro 0.22 parses this
-    /// schema and then panics computing its own canonical form.
+    /// apache-avro 0.22 parses this schema and then panics computing its
+    /// own canonical form.
     #[test]
     fn a_custom_attribute_named_like_a_kept_one_is_dropped_without_a_panic() {
         let with_attribute =

@@ -137,10 +137,10 @@ async fn a_file_that_is_not_avro_is_parked_and_the_directory_goes_on() {
     assert!(letters[0].reason.starts_with("unreadable Avro container file"), "{}", letters[0].reason);
 }
 
-/// Found by fuzzing: apache-avro 0.20 panicked on a record name that is not
-/// an Avro name in a container file's header (apache/avro-rs#547), which
-/// would have stopped the projector at every start. A one-byte change of a
-/// fixture's header names such a record.
+/// A container file whose header names a record with a name that is not an
+/// Avro name (apache-avro before 0.22 panicked on it, apache/avro-rs#547)
+/// is parked like any unreadable file. A one-byte change of a fixture's
+/// header names such a record.
 #[tokio::test]
 async fn a_file_whose_header_names_a_record_invalidly_is_parked_and_the_directory_goes_on() {
     let projection = Projection::new().await;

@@ -118,7 +118,7 @@ impl WriteVersion {
     /// write version used as a CQL timestamp is always in a cluster's past.
     /// ScyllaDB refuses timestamps more than three days ahead of its clock
     /// (`restrict_future_timestamp`, on by default); 2^63, the range CQL
-    /// allows, was refused from an own sum of about 410,000.
+    /// allows, would be refused from an own sum of about 410,000.
     pub const BITS: u32 = 50;
     /// Bits for the versions of the parties a document names.
     const REFERENCED_BITS: u32 = 28;

@@ -40,9 +40,9 @@ pub(super) async fn advance(
 mod tests {
     use super::*;
 
-    /// The defect: a host ten minutes ahead creates a version; a host with
-    /// the right clock drops it a minute later. Stamped by their clocks, the
-    /// drop is older than the creation and the version stays. Stamped by
+    /// A host ten minutes ahead creates a version; a host with the right
+    /// clock drops it a minute later. Stamped by their clocks, the drop
+    /// would be older than the creation and the version would stay. Stamped by
     /// the catalog's clock, each write is later than the one before.
     #[test]
     fn a_write_from_a_host_whose_clock_is_behind_is_stamped_after_the_newest() {

@@ -53,8 +53,8 @@ mod tests {
         ExecutionError::LastAttemptError(RequestAttemptError::DbError(error, "refused".into()))
     }
 
-    /// The defect: ScyllaDB's refusal of a timestamp too far ahead (an
-    /// `Invalid` error) was taken for unavailability and retried for ever.
+    /// ScyllaDB refuses a timestamp too far ahead with an `Invalid` error;
+    /// taken for unavailability, it would be retried for ever.
     #[test]
     fn a_request_the_cluster_refuses_as_invalid_is_refused_not_retried() {
         let future_timestamp = ExecutionError::LastAttemptError(RequestAttemptError::DbError(

@@ -447,9 +447,9 @@ mod tests {
         assert_eq!(ModelStatement::UpsertBulkRow.access(), Access::Write);
     }
 
-    /// The defect: every read was unpaged, so a party named by a million
-    /// documents made its referrer read exceed ScyllaDB's limit for unpaged
-    /// results, and every batch touching it failed and was retried.
+    /// Unpaged, the referrers of a party named by a million documents
+    /// would exceed ScyllaDB's limit for unpaged results, and every batch
+    /// touching the party would fail and be retried.
     #[test]
     fn every_read_that_can_return_many_rows_is_read_in_pages() {
         let model = tables(&render(MODEL_CQL, "k", 1));

@@ -71,9 +71,9 @@ mod tests {
         assert!(of_feed_day(86_400_000) > of_feed_day(0));
     }
 
-    /// The defect this module once had: a write version past an own sum of
-    /// about 410,000, the saturated value, and every feed timestamp (a
-    /// sequence is a millisecond times 2^20) were in the future by years.
+    /// The largest inputs: saturated write versions, the largest aggregate
+    /// versions and offsets, and feed sequences (a millisecond times 2^20),
+    /// which as timestamps would be years in the future.
     #[test]
     fn every_timestamp_is_in_the_past_of_a_cluster_clock_after_2005() {
         let three_days_after_september_2005 = 1_126_000_000_000_000 + 3 * 86_400 * 1_000_000;
