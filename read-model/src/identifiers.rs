@@ -10,7 +10,7 @@ pub const SANDBOX_PREFIX: &str = "SANDBOX-";
 
 /// Which population a record belongs to. Sandbox keys read sandbox records
 /// only; production listings never include sandbox records.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Audience {
     Production,

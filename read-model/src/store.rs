@@ -241,6 +241,12 @@ pub trait ProjectionWrites: Send + Sync {
     /// leaves out the reads that would only supply write versions.
     fn orders_writes_by_version(&self) -> bool;
 
+    /// Finishes what the backend keeps off the batch path (ScyllaDB: the
+    /// bulk buckets' row counts); the projector calls it when it has caught up.
+    async fn settle(&self, _version: ModelVersion) -> Result<(), StoreError> {
+        Ok(())
+    }
+
     /// Applies a whole batch atomically: all of it, or none of it, and checks
     /// its read set (see [`crate::read_set`]): either before writing, failing
     /// with [`StoreError::WriteConflict`], or after, reporting the stale

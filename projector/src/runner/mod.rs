@@ -147,8 +147,10 @@ pub async fn run(
         change_feed_retention: options.change_feed_retention,
         give_up: &give_up,
     };
+    let mut settle_deadline = tokio::time::Instant::now() + SETTLE_INTERVAL;
     loop {
         let linger_deadline = tokio::time::Instant::from_std(batch_started + options.linger);
+        let idle = batch.is_empty() && in_flight.is_none() && !deferred.is_waiting();
         let render_deadline = deferred.deadline(options.render_deferral).map(tokio::time::Instant::from_std);
         let step = tokio::select! {
             biased;
@@ -160,6 +162,11 @@ pub async fn run(
             message = receiver.recv() => Step::Received(message),
             () = tokio::time::sleep_until(linger_deadline), if !batch.is_empty() => Step::LingerElapsed,
             () = sleep_until_some(render_deadline), if render_deadline.is_some() => Step::RenderDeadline,
+            () = tokio::time::sleep_until(settle_deadline), if idle => {
+                stop_request.minding(while_store_unavailable(&give_up, || store.settle(version))).await?;
+                settle_deadline = tokio::time::Instant::now() + SETTLE_INTERVAL;
+                continue;
+            }
             // A batch that commits is reported at once, not when the next one starts:
             // the source's progress (Kafka commits, lag, caught up) follows the store.
             written = async { (&mut in_flight.as_mut().expect("guarded by is_some").task).await }, if in_flight.is_some() => {
@@ -260,6 +267,9 @@ pub async fn run(
         }
     }
     stop_request.minding(committed.finish(in_flight.take(), observer.as_ref())).await?;
+    if !stop_request.requested {
+        stop_request.minding(while_store_unavailable(&give_up, || store.settle(version))).await?;
+    }
     drop(receiver);
     let _ = reader.join();
     let totals = committed.totals;
@@ -327,6 +337,10 @@ enum Step {
     /// Deferred documents have waited as long as they may.
     RenderDeadline,
 }
+
+/// How long the loop waits, idle, before it asks the store to finish what
+/// it keeps off the batch path ([`read_model::ProjectionWrites::settle`]).
+const SETTLE_INTERVAL: Duration = Duration::from_secs(30);
 
 /// Sleeps until `deadline`; the loop polls it only when there is one.
 async fn sleep_until_some(deadline: Option<tokio::time::Instant>) {

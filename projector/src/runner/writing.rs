@@ -19,7 +19,9 @@ use tracing::Instrument;
 use super::RunTotals;
 use super::observer::{BatchObserver, CommittedBatch};
 use super::retry::{GiveUp, while_store_unavailable};
-use crate::projection::batch::{BatchOutcome, DocumentsToRender, Rendering, project_batch, render_documents};
+use crate::projection::batch::{
+    BatchOutcome, DocumentsToRender, Rendering, project_batch, render_documents, render_stale_again,
+};
 use crate::source::{Partition, SourcedEvent};
 
 /// What every write of the loop goes to.
@@ -132,8 +134,7 @@ async fn write_until_fresh(
                     documents = applied.stale.len(),
                     "another projector changed their inputs; rendering again"
                 );
-                let stale = DocumentsToRender::of(&applied.stale);
-                while_store_unavailable(&give_up, || render_documents(store, version, stale.clone())).await?
+                while_store_unavailable(&give_up, || render_stale_again(store, version, &applied.stale, &batch)).await?
             }
             Err(StoreError::WriteConflict(what)) => {
                 tracing::info!(%what, "another projector changed the batch's inputs; projecting it again");

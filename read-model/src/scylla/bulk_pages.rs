@@ -1,5 +1,5 @@
 //! Bulk export arithmetic particular to ScyllaDB: reading inside a bucket
-//! without OFFSET, and deciding which bucket counts a batch must recount.
+//! without OFFSET.
 //!
 //! The page planner (`crate::bulk`) turns a page into reads of (bucket,
 //! skip, take). CQL has no OFFSET, so a read that skips rows first fetches
@@ -29,17 +29,6 @@ pub fn bucket_query(read: BucketRead) -> BucketQuery {
     }
 }
 
-/// Whether a bulk row write may change its bucket's row count, given the
-/// write time of the row as stored before the write (`None`: no such row).
-///
-/// A deletion may remove a row; an upsert adds one when none was stored. An
-/// upsert that finds a row stamped with its own timestamp is this very write
-/// replayed after a crash, which may have stopped before the recount, so it
-/// counts again. Any other upsert replaces a row in place.
-pub fn may_change_count(upsert: bool, stored_write_time: Option<i64>, timestamp: i64) -> bool {
-    !upsert || stored_write_time.is_none_or(|stored| stored == timestamp)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -59,15 +48,5 @@ mod tests {
     fn huge_reads_saturate_instead_of_wrapping() {
         let query = bucket_query(BucketRead { bucket: 0, skip: u64::MAX, take: u64::MAX });
         assert_eq!(query, BucketQuery::AfterSkipping { ids_to_read: i32::MAX, skip: usize::MAX, limit: i32::MAX });
-    }
-
-    #[test]
-    fn only_writes_that_can_add_or_remove_a_row_trigger_a_recount() {
-        assert!(may_change_count(true, None, 7), "a new row");
-        assert!(may_change_count(true, Some(7), 7), "this write, replayed");
-        assert!(!may_change_count(true, Some(5), 7), "an update in place");
-        assert!(!may_change_count(true, Some(9), 7), "a stale write, which the newer row wins over");
-        assert!(may_change_count(false, Some(5), 7), "a deletion");
-        assert!(may_change_count(false, None, 7), "a deletion of a row that may have been counted");
     }
 }

@@ -23,18 +23,18 @@ use std::time::Duration;
 use futures_util::FutureExt;
 use scylla::client::session::Session;
 
-use super::execution::{Prepared, Request, execute, read_concurrently, select, write_request};
+use super::execution::{Prepared, execute, read_concurrently, select};
 use super::statements::{HORIZON_ROW, ModelStatement};
 use super::timestamps;
 use crate::change_feed::{
     ChangeFeedBounds, ChangeFeedGone, ChangeItem, ChangeKind, ChangePage, ChangeQuery, ChangesRead, FeedPosition,
-    millisecond_of_sequence, sequence_of_millisecond,
+    SEQUENCE_INDEX_BITS, millisecond_of_sequence, sequence_of_millisecond,
 };
 use crate::identifiers::Audience;
 use crate::records::{ModelVersion, StoreError, WriteVersion};
 use crate::store::KeyedWrite;
 
-const DAY_MS: i64 = 24 * 60 * 60 * 1000;
+pub(super) const DAY_MS: i64 = 24 * 60 * 60 * 1000;
 
 /// Changes read per request while sweeping or skipping superseded changes.
 const SCAN_PAGE: i32 = 1_000;
@@ -42,6 +42,31 @@ const SCAN_PAGE: i32 = 1_000;
 /// The day partition of a sequence.
 pub(super) fn day_of(sequence: i64) -> i64 {
     millisecond_of_sequence(sequence).div_euclid(DAY_MS)
+}
+
+/// Where a batch's changes go in the feed, and what retention removes.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct FeedPlacement {
+    /// The sequence of the batch's first change.
+    pub first_sequence: i64,
+    /// Changes committed before this sequence are past retention.
+    pub retention_cutoff: Option<i64>,
+}
+
+impl FeedPlacement {
+    /// The placement of a batch of `rows` changes committed at `now_ms`,
+    /// after a process's newest batch, whose millisecond `newest` holds (and
+    /// is moved past this batch): a later batch of one process never shares
+    /// a sequence with an earlier one, even when the clock steps back.
+    pub(super) fn next(newest: &mut i64, rows: usize, now_ms: i64, retention: Option<Duration>) -> FeedPlacement {
+        let millisecond = now_ms.max(*newest + 1);
+        *newest = millisecond + i64::try_from(rows >> SEQUENCE_INDEX_BITS).unwrap_or(0);
+        let retention_cutoff = retention.map(|retention| {
+            let retention_ms = i64::try_from(retention.as_millis()).unwrap_or(i64::MAX);
+            sequence_of_millisecond(now_ms.saturating_sub(retention_ms))
+        });
+        FeedPlacement { first_sequence: sequence_of_millisecond(millisecond), retention_cutoff }
+    }
 }
 
 /// A `change_feed` row: (sequence, lccId, version, body).
@@ -64,37 +89,6 @@ pub(super) struct VersionFeed<'a> {
 }
 
 impl<'a> VersionFeed<'a> {
-    /// The writes that append a batch's bulk-row writes to the feed, from
-    /// `first_sequence` on: the change, its day, and the work's head.
-    pub(super) fn append(&self, rows: &'a [KeyedWrite], first_sequence: i64) -> Result<Vec<Request<'a>>, StoreError> {
-        let (session, statements) = (self.session, self.statements);
-        let mut requests = Vec::with_capacity(rows.len() * 2 + 2);
-        let mut days = std::collections::BTreeSet::new();
-        for (index, write) in rows.iter().enumerate() {
-            let sequence = first_sequence + index as i64;
-            let audience = Audience::of(&write.key).code();
-            let timestamp = timestamps::of_write_version(write.version);
-            let version = timestamp;
-            let values = (audience, day_of(sequence), sequence, &write.key, version, &write.body, timestamp);
-            requests.push(write_request(session, statements, ModelStatement::InsertChange, values)?);
-            let head = (&write.key, audience, sequence, timestamp);
-            requests.push(write_request(session, statements, ModelStatement::UpsertChangeHead, head)?);
-            days.insert((audience, day_of(sequence)));
-        }
-        // A day is listed once per batch; the listing has no version of its
-        // own, so it carries the day's first millisecond, which never changes.
-        for (audience, day) in days {
-            let timestamp = timestamps::of_feed_day(day * DAY_MS);
-            requests.push(write_request(
-                session,
-                statements,
-                ModelStatement::InsertChangeDay,
-                (audience, day, timestamp),
-            )?);
-        }
-        Ok(requests)
-    }
-
     /// Removes the changes that `rows` supersede and that retention has
     /// passed (committed before `cutoff`), reading each work's head before
     /// the batch appends a new one. Returns the newest removed sequence.
@@ -307,6 +301,8 @@ impl<'a> VersionFeed<'a> {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     #[test]
@@ -315,5 +311,20 @@ mod tests {
         assert_eq!(day_of(sequence_of_millisecond(DAY_MS - 1) + 5), 0);
         assert_eq!(day_of(sequence_of_millisecond(DAY_MS)), 1);
         assert_eq!(day_of(sequence_of_millisecond(1_764_000_000_000)), 1_764_000_000_000 / DAY_MS);
+    }
+
+    #[test]
+    fn a_processs_batches_take_growing_sequences_even_when_the_clock_steps_back() {
+        let mut newest = 0;
+        let first = FeedPlacement::next(&mut newest, 10, 5_000, None);
+        assert_eq!(first.first_sequence, sequence_of_millisecond(5_000));
+        let same_moment = FeedPlacement::next(&mut newest, 10, 5_000, None);
+        assert_eq!(same_moment.first_sequence, sequence_of_millisecond(5_001));
+        let clock_back = FeedPlacement::next(&mut newest, 3 << SEQUENCE_INDEX_BITS, 4_000, None);
+        assert_eq!(clock_back.first_sequence, sequence_of_millisecond(5_002));
+        let after_a_big_batch = FeedPlacement::next(&mut newest, 1, 4_000, None);
+        assert_eq!(after_a_big_batch.first_sequence, sequence_of_millisecond(5_006), "a batch past 2^20 rows spans");
+        let kept = FeedPlacement::next(&mut newest, 1, 90_000, Some(Duration::from_secs(60)));
+        assert_eq!(kept.retention_cutoff, Some(sequence_of_millisecond(30_000)));
     }
 }

@@ -8,10 +8,11 @@
 //! keyspace and routed to a replica and shard that own its partition.
 //!
 //! What differs from the embedded backend, and why it is still correct:
-//! there is no transaction across partitions, so a batch is written in an
-//! order that a replay repairs, every write stamped with its version
-//! (`writes`); bulk bucket counts are absolute values recounted after the
-//! rows change, not counters, which a replay would double (`bulk_pages`).
+//! there is no transaction across partitions, so a batch is written in
+//! phases whose order a replay repairs, every write stamped with its version
+//! (`write_protocol`, driven here through `version_cluster`); bulk bucket
+//! counts are absolute values recounted after the rows change, off the
+//! batch path, not counters, which a replay would double.
 //!
 //! It must not interpret documents, and it never writes a model version
 //! without an explicit timestamp (see `schemas/cql/model.cql`).
@@ -21,6 +22,8 @@ mod catalog_clock;
 mod change_feed;
 mod errors;
 mod execution;
+#[cfg(feature = "conformance")]
+pub mod model;
 mod prepared_versions;
 mod reads;
 mod row_mapping;
@@ -29,7 +32,8 @@ mod session;
 mod settings;
 mod statements;
 mod timestamps;
-mod writes;
+mod version_cluster;
+pub mod write_protocol;
 
 use std::sync::Arc;
 
@@ -38,7 +42,7 @@ use scylla::client::execution_profile::ExecutionProfileHandle;
 use scylla::client::session::Session;
 use tokio::sync::OnceCell;
 
-use self::change_feed::VersionFeed;
+use self::change_feed::{FeedPlacement, VersionFeed};
 use self::errors::unavailable;
 use self::execution::{Prepared, ddl_statement, execute, select};
 use self::prepared_versions::PreparedVersions;
@@ -49,7 +53,8 @@ pub use self::settings::{ScyllaSettings, parse_consistency};
 use self::statements::{
     ACTIVE_ROW, API_KEYS_PARTITION, CatalogStatement, ModelStatement, REVISION_ROW, VERSIONS_PARTITION,
 };
-use self::writes::{FeedPlacement, VersionWrites};
+use self::version_cluster::VersionCluster;
+use self::write_protocol::BucketRecounts;
 use crate::active_version_cache::ActiveVersionCache;
 use crate::api_keys::{ApiKeyRecord, ApiKeys};
 use crate::change_feed::{ChangeFeedBounds, ChangeItem, ChangeQuery, ChangesRead};
@@ -83,6 +88,8 @@ struct Inner {
     newest_feed_millisecond: std::sync::Mutex<i64>,
     /// When retention last swept, and the sequence it swept through.
     feed_sweep: tokio::sync::Mutex<Option<(i64, i64)>>,
+    /// The bulk buckets this process marked and has yet to count.
+    recounts: BucketRecounts,
 }
 
 /// How often retention sweeps the feed's days.
@@ -104,6 +111,7 @@ impl ScyllaStore {
                 clock: Clock::system(),
                 newest_feed_millisecond: std::sync::Mutex::new(0),
                 feed_sweep: tokio::sync::Mutex::new(None),
+                recounts: BucketRecounts::default(),
             }),
         })
     }
@@ -351,28 +359,32 @@ impl ProjectionWrites for ScyllaStore {
         true
     }
 
-    /// Writes, then checks the read set: without transactions a check before
-    /// writing could be overtaken. A projector's state and references are
-    /// written before the check reads another's (both at quorum), so of two
-    /// racing projectors at least one sees the other's write and reports the
-    /// stale documents.
+    /// Writes the batch by the write protocol (see `write_protocol`), which
+    /// checks the read set after writing: without transactions a check
+    /// before writing could be overtaken.
     async fn apply_batch(&self, version: ModelVersion, batch: Arc<WriteBatch>) -> Result<BatchWritten, StoreError> {
         let statements = self.version_statements(version).await?;
         let now_ms = self.inner.clock.unix_ms();
         let placement = self.feed_placement(&batch, now_ms);
-        let writes = VersionWrites { session: &self.inner.session, statements: &statements };
-        let removed = writes.apply_batch(&batch, placement).await?;
         let feed = VersionFeed { session: &self.inner.session, statements: &statements };
+        let removed = match placement.retention_cutoff {
+            Some(cutoff) => feed.remove_superseded(&batch.bulk_rows, cutoff).await?,
+            None => None,
+        };
+        let cluster =
+            VersionCluster { session: &self.inner.session, statements: &statements, clock: &self.inner.clock };
+        let written =
+            write_protocol::write_batch(&cluster, &self.inner.recounts, &batch, placement.first_sequence).await?;
         self.sweep_feed(&feed, removed, placement.retention_cutoff, now_ms).await?;
-        let read_set = &batch.read_set;
-        if read_set.is_empty() {
-            return Ok(BatchWritten::default());
-        }
-        let reads = VersionReads { session: &self.inner.session, statements: &statements };
-        let current = reads.aggregates(&read_set.input_keys()).await?;
-        let referrers = reads.party_referrers(&read_set.changed_parties).await?;
-        let stale = read_set.stale_documents(&current, &referrers);
-        Ok(BatchWritten { mark: None, stale: stale.into_iter().collect() })
+        Ok(written)
+    }
+
+    /// Counts the bulk buckets whose counts batches left to count.
+    async fn settle(&self, version: ModelVersion) -> Result<(), StoreError> {
+        let statements = self.version_statements(version).await?;
+        let cluster =
+            VersionCluster { session: &self.inner.session, statements: &statements, clock: &self.inner.clock };
+        self.inner.recounts.settle(&cluster).await
     }
 }
 

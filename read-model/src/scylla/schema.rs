@@ -12,8 +12,9 @@ pub const MODEL_CQL: &str = include_str!("../../../schemas/cql/model.cql");
 
 /// The schema revision this binary creates and reads. A store at a higher
 /// revision was written by a newer program and is refused. Revision 2 adds
-/// the catalog's clock, which every catalog write must go through.
-pub const SCHEMA_REVISION: i32 = 2;
+/// the catalog's clock, which every catalog write must go through; revision
+/// 3 the bulk bucket marks, which every bulk-row write must go through.
+pub const SCHEMA_REVISION: i32 = 3;
 
 /// The statements of a DDL file, with its placeholders filled in.
 ///

@@ -50,7 +50,12 @@ model_statements!(
     UpsertBulkRow,
     DeleteBulkRow,
     CountBucketRows,
+    SelectBucketCount,
     WriteBucketCount,
+    MarkBucket,
+    SelectBucketMark,
+    SelectBucketMarks,
+    ClearBucketMark,
     SelectFixtures,
     UpsertFixture,
     DeleteFixture,
@@ -99,8 +104,8 @@ impl ModelStatement {
     pub fn access(self) -> Access {
         use ModelStatement::*;
         match self {
-            SelectProvenance | SelectIdentifiers | SelectBucketCounts | SelectFixtures | SelectPartyReferrers
-            | SelectCheckpoints | SelectChangeDays => Access::ReadInPages,
+            SelectProvenance | SelectIdentifiers | SelectBucketCounts | SelectBucketMarks | SelectFixtures
+            | SelectPartyReferrers | SelectCheckpoints | SelectChangeDays => Access::ReadInPages,
             _ => write_or_read(&self.text("k")),
         }
     }
@@ -158,8 +163,24 @@ impl ModelStatement {
             CountBucketRows => {
                 format!("SELECT COUNT(*) FROM {keyspace}.bulk_rows WHERE audience = ? AND bucket = ?")
             }
-            WriteBucketCount => {
-                format!("INSERT INTO {keyspace}.bulk_bucket_counts (audience, bucket, row_count) VALUES (?, ?, ?)")
+            SelectBucketCount => format!(
+                "SELECT row_count, WRITETIME(row_count) FROM {keyspace}.bulk_bucket_counts \
+                 WHERE audience = ? AND bucket = ?"
+            ),
+            WriteBucketCount => format!(
+                "INSERT INTO {keyspace}.bulk_bucket_counts (audience, bucket, row_count) VALUES (?, ?, ?) \
+                 USING TIMESTAMP ?"
+            ),
+            MarkBucket => format!(
+                "INSERT INTO {keyspace}.bulk_bucket_marks (audience, bucket, marked_at) VALUES (?, ?, ?) \
+                 USING TIMESTAMP ?"
+            ),
+            SelectBucketMark => format!(
+                "SELECT WRITETIME(marked_at) FROM {keyspace}.bulk_bucket_marks WHERE audience = ? AND bucket = ?"
+            ),
+            SelectBucketMarks => format!("SELECT bucket FROM {keyspace}.bulk_bucket_marks WHERE audience = ?"),
+            ClearBucketMark => {
+                format!("DELETE FROM {keyspace}.bulk_bucket_marks USING TIMESTAMP ? WHERE audience = ? AND bucket = ?")
             }
             SelectFixtures => format!("SELECT body FROM {keyspace}.sandbox_fixtures WHERE catalogue = ?"),
             UpsertFixture => format!(
@@ -401,7 +422,7 @@ mod tests {
             }
         }
         let writes = text.starts_with("INSERT ") || text.starts_with("DELETE ");
-        if writes && table != "bulk_bucket_counts" {
+        if writes {
             assert!(text.contains("USING TIMESTAMP ?"), "{text}: a versioned write without its timestamp");
         }
     }
@@ -410,7 +431,7 @@ mod tests {
     fn every_model_statement_reads_or_writes_one_partition_of_a_committed_table() {
         let shapes = tables(&render(MODEL_CQL, "k", 1));
         let statements = ModelStatement::all();
-        assert_eq!(statements.len(), 5 * 3 + 38);
+        assert_eq!(statements.len(), 5 * 3 + 43);
         for statement in statements {
             check(&statement.text("k"), &shapes);
         }

@@ -200,6 +200,25 @@ pub async fn render_documents(
     Ok(write)
 }
 
+/// The write that renders again the documents a backend reported stale
+/// after writing `written` (see [`read_model::read_set`]), from the states
+/// stored now. It carries `written`'s checkpoints: a backend that reports
+/// stale documents leaves them unwritten, so that a crash before this write
+/// reads the events again and renders the documents then.
+pub async fn render_stale_again(
+    store: &dyn ProjectionWrites,
+    version: ModelVersion,
+    stale: &[PartyReferrer],
+    written: &WriteBatch,
+) -> Result<WriteBatch, StoreError> {
+    let write = render_documents(store, version, DocumentsToRender::of(stale)).await?;
+    Ok(WriteBatch {
+        checkpoints: written.checkpoints.clone(),
+        change_feed_retention: written.change_feed_retention,
+        ..write
+    })
+}
+
 /// Records what an event makes dirty.
 fn note_dirty(
     event: &Event,

@@ -1,0 +1,186 @@
+//! The write protocol's [`Cluster`] on a real cluster: each [`Mutation`]
+//! becomes its prepared statement, a phase runs concurrently, and the
+//! protocol's reads are the version's prepared reads.
+//!
+//! It must not decide what is written or when: `write_protocol` does.
+
+use async_trait::async_trait;
+use futures_util::FutureExt;
+use scylla::client::session::Session;
+
+use super::execution::{Prepared, Request, read_concurrently, run_concurrently, select, write_request};
+use super::reads::VersionReads;
+use super::statements::{FIXTURES_PARTITION, ModelStatement};
+use super::write_protocol::mutation::BulkBucket;
+use super::write_protocol::{Cluster, Mutation};
+use crate::clock::Clock;
+use crate::identifiers::Audience;
+use crate::records::{AggregateKey, PartyReferrer, StoreError, StoredAggregate};
+
+/// One model version's statements on a session, with the process's clock.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct VersionCluster<'a> {
+    pub session: &'a Session,
+    pub statements: &'a Prepared<ModelStatement>,
+    pub clock: &'a Clock,
+}
+
+impl<'a> VersionCluster<'a> {
+    fn reads(&self) -> VersionReads<'a> {
+        VersionReads { session: self.session, statements: self.statements }
+    }
+
+    /// The statement that applies `mutation`.
+    fn request<'m>(&self, mutation: Mutation<'m>) -> Result<Request<'m>, StoreError>
+    where
+        'a: 'm,
+    {
+        use ModelStatement as S;
+        let (session, statements) = (self.session, self.statements);
+        match mutation {
+            Mutation::Document { kind, key, body: Some(body), timestamp } => {
+                write_request(session, statements, S::UpsertDocument(kind), (key, body, timestamp))
+            }
+            Mutation::Document { kind, key, body: None, timestamp } => {
+                write_request(session, statements, S::DeleteDocument(kind), (timestamp, key))
+            }
+            Mutation::Provenance { row, timestamp } => {
+                let version = i64::try_from(row.aggregate_version).unwrap_or(i64::MAX);
+                let values = (&row.lcc_id, row.recorded_at, &row.topic, version, &row.body, timestamp);
+                write_request(session, statements, S::UpsertProvenance, values)
+            }
+            Mutation::Identifier { kind, code, lcc_id, present, timestamp } => {
+                let key = (kind.code(), code, Audience::of(lcc_id).code(), lcc_id);
+                if present {
+                    write_request(session, statements, S::InsertIdentifier, (key.0, key.1, key.2, key.3, timestamp))
+                } else {
+                    write_request(session, statements, S::DeleteIdentifier, (timestamp, key.0, key.1, key.2, key.3))
+                }
+            }
+            Mutation::Fixture { key, body: Some(body), timestamp } => {
+                write_request(session, statements, S::UpsertFixture, (FIXTURES_PARTITION, key, body, timestamp))
+            }
+            Mutation::Fixture { key, body: None, timestamp } => {
+                write_request(session, statements, S::DeleteFixture, (timestamp, FIXTURES_PARTITION, key))
+            }
+            Mutation::BulkRow { bucket, lcc_id, body: Some(body), timestamp } => {
+                let values = (bucket.audience.code(), bucket.bucket, lcc_id, body, timestamp);
+                write_request(session, statements, S::UpsertBulkRow, values)
+            }
+            Mutation::BulkRow { bucket, lcc_id, body: None, timestamp } => {
+                let values = (timestamp, bucket.audience.code(), bucket.bucket, lcc_id);
+                write_request(session, statements, S::DeleteBulkRow, values)
+            }
+            Mutation::Change { lcc_id, day, sequence, body, timestamp } => {
+                // A change's version is the row's write version, its timestamp.
+                let values = (Audience::of(lcc_id).code(), day, sequence, lcc_id, timestamp, body, timestamp);
+                write_request(session, statements, S::InsertChange, values)
+            }
+            Mutation::ChangeHead { lcc_id, sequence, timestamp } => {
+                let values = (lcc_id, Audience::of(lcc_id).code(), sequence, timestamp);
+                write_request(session, statements, S::UpsertChangeHead, values)
+            }
+            Mutation::ChangeDay { audience, day, timestamp } => {
+                write_request(session, statements, S::InsertChangeDay, (audience.code(), day, timestamp))
+            }
+            Mutation::PartyReference { party_id, referrer, present, timestamp } => {
+                let (kind, id) = referrer.columns();
+                if present {
+                    write_request(session, statements, S::InsertPartyReference, (party_id, kind, id, timestamp))
+                } else {
+                    write_request(session, statements, S::DeletePartyReference, (timestamp, party_id, kind, id))
+                }
+            }
+            Mutation::Aggregate { key, version, state, timestamp } => {
+                let values = (&key.topic, &key.id, version, state, timestamp);
+                write_request(session, statements, S::UpsertAggregate, values)
+            }
+            Mutation::Checkpoint { checkpoint, timestamp } => {
+                let values =
+                    (&checkpoint.source, &checkpoint.stream, checkpoint.partition, checkpoint.next_offset, timestamp);
+                write_request(session, statements, S::UpsertCheckpoint, values)
+            }
+            Mutation::BucketMark { bucket, timestamp } => {
+                let values = (bucket.audience.code(), bucket.bucket, timestamp / 1_000, timestamp);
+                write_request(session, statements, S::MarkBucket, values)
+            }
+            Mutation::ClearBucketMark { bucket, timestamp } => write_request(
+                session,
+                statements,
+                S::ClearBucketMark,
+                (timestamp, bucket.audience.code(), bucket.bucket),
+            ),
+            Mutation::BucketCount { bucket, rows, timestamp } => {
+                let values = (bucket.audience.code(), bucket.bucket, rows, timestamp);
+                write_request(session, statements, S::WriteBucketCount, values)
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl Cluster for VersionCluster<'_> {
+    async fn apply(&self, phase: Vec<Mutation<'_>>) -> Result<(), StoreError> {
+        let requests = phase.into_iter().map(|mutation| self.request(mutation)).collect::<Result<Vec<_>, _>>()?;
+        run_concurrently(requests).await
+    }
+
+    async fn aggregates(&self, keys: &[AggregateKey]) -> Result<Vec<Option<StoredAggregate>>, StoreError> {
+        self.reads().aggregates(keys).await
+    }
+
+    async fn party_referrers(&self, party_ids: &[String]) -> Result<Vec<(String, PartyReferrer)>, StoreError> {
+        self.reads().party_referrers(party_ids).await
+    }
+
+    async fn bulk_row_write_times(&self, lcc_ids: &[&str]) -> Result<Vec<Option<i64>>, StoreError> {
+        let statement = self.statements.get(ModelStatement::SelectBulkRowWriteTime)?;
+        let requests = lcc_ids
+            .iter()
+            .map(|&lcc_id| {
+                async move {
+                    let bucket = BulkBucket::of(lcc_id);
+                    let values = (bucket.audience.code(), bucket.bucket, lcc_id);
+                    let stored: Vec<(Option<i64>,)> = select(self.session, statement, values).await?;
+                    Ok(stored.into_iter().next().and_then(|(write_time,)| write_time))
+                }
+                .boxed()
+            })
+            .collect();
+        read_concurrently(requests).await
+    }
+
+    async fn bucket_rows(&self, bucket: BulkBucket) -> Result<i64, StoreError> {
+        let statement = self.statements.get(ModelStatement::CountBucketRows)?;
+        let rows: Vec<(i64,)> = select(self.session, statement, (bucket.audience.code(), bucket.bucket)).await?;
+        Ok(rows.into_iter().next().map_or(0, |(count,)| count))
+    }
+
+    async fn bucket_count(&self, bucket: BulkBucket) -> Result<Option<(i64, i64)>, StoreError> {
+        let statement = self.statements.get(ModelStatement::SelectBucketCount)?;
+        let rows: Vec<(Option<i64>, Option<i64>)> =
+            select(self.session, statement, (bucket.audience.code(), bucket.bucket)).await?;
+        Ok(rows.into_iter().next().and_then(|(count, written_at)| count.zip(written_at)))
+    }
+
+    async fn bucket_mark(&self, bucket: BulkBucket) -> Result<Option<i64>, StoreError> {
+        let statement = self.statements.get(ModelStatement::SelectBucketMark)?;
+        let rows: Vec<(Option<i64>,)> =
+            select(self.session, statement, (bucket.audience.code(), bucket.bucket)).await?;
+        Ok(rows.into_iter().next().and_then(|(written_at,)| written_at))
+    }
+
+    async fn marked_buckets(&self) -> Result<Vec<BulkBucket>, StoreError> {
+        let statement = self.statements.get(ModelStatement::SelectBucketMarks)?;
+        let mut marked = Vec::new();
+        for audience in [Audience::Production, Audience::Sandbox] {
+            let rows: Vec<(i32,)> = select(self.session, statement, (audience.code(),)).await?;
+            marked.extend(rows.into_iter().map(|(bucket,)| BulkBucket { audience, bucket }));
+        }
+        Ok(marked)
+    }
+
+    fn now_micros(&self) -> i64 {
+        self.clock.unix_ms().saturating_mul(1_000)
+    }
+}
