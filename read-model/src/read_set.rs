@@ -16,10 +16,10 @@
 //! rendered. SQLite checks inside the write transaction and refuses the whole
 //! batch ([`crate::StoreError::WriteConflict`]); ScyllaDB, which has no
 //! transactions, checks after the write and reports the stale documents for
-//! the projector to render again. That leaves one window: a projector
-//! killed between its write and its check leaves documents stale until
-//! their inputs next change (milliseconds wide, and only while another
-//! projector races it; a rebuild renders everything anew).
+//! the projector to render again. A batch with stale documents leaves its
+//! checkpoints to the batch that renders them again, so a projector killed
+//! between its write and that render reads the events again, and their
+//! documents are rendered from the states stored then.
 //!
 //! The check costs reads, so a backend that can prove nobody else has
 //! written since the batch's reads began ([`CommitMark`]) skips it.

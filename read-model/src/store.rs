@@ -64,9 +64,10 @@ pub struct PartyReferenceWrite {
 ///
 /// A backend either applies the whole batch atomically (SQLite), or applies
 /// it in an order that makes a replay converge (ScyllaDB: documents, then
-/// the projector's states, then the checkpoints, each write stamped with its
-/// version). Either way a crash at any point is repaired by resuming from the
-/// stored checkpoints: no event is lost and none has a second effect.
+/// party references, then the projector's states, then the checkpoints, each
+/// write stamped with its version; see `scylla::write_protocol`). Either way
+/// a crash at any point is repaired by resuming from the stored checkpoints:
+/// no event is lost and none has a second effect.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct WriteBatch {
     pub documents: Vec<DocumentWrite>,
@@ -242,7 +243,9 @@ pub trait ProjectionWrites: Send + Sync {
     fn orders_writes_by_version(&self) -> bool;
 
     /// Finishes what the backend keeps off the batch path (ScyllaDB: the
-    /// bulk buckets' row counts); the projector calls it when it has caught up.
+    /// bulk buckets' row counts, so [`BulkPage::total`] and page boundaries
+    /// follow the rows); the projector calls it when idle and at the end of
+    /// a run. A backend that does everything in the batch does nothing.
     async fn settle(&self, _version: ModelVersion) -> Result<(), StoreError> {
         Ok(())
     }

@@ -21,6 +21,10 @@
 //! Where it starts: the store's checkpoints. A restart after a crash at any
 //! point reads again exactly the events whose effects did not commit.
 //!
+//! Idle for 30 seconds, and at the end of a run, the loop lets the store
+//! finish what it keeps off the batch path (`ProjectionWrites::settle`:
+//! ScyllaDB's bulk bucket counts).
+//!
 //! Stopping: a shutdown request is seen at every wait of the loop, not only
 //! between batches ([`StopRequest`]). The reader stops, what it sent is
 //! written while the store takes it, and a wait for an unavailable store or
