@@ -211,6 +211,13 @@ fn bucket_key(bucket: BulkBucket) -> Vec<KeyPart> {
     vec![bucket.audience.code().into(), i64::from(bucket.bucket).into()]
 }
 
+/// The table a statement writes, and whether it deletes the row.
+#[cfg(test)]
+pub(crate) fn landing(mutation: &Mutation<'_>) -> (&'static str, bool) {
+    let write = row_write(mutation);
+    (write.table, write.columns.is_none())
+}
+
 /// The table, primary key and columns a statement writes, as the CQL of
 /// `statements` writes them.
 fn row_write(mutation: &Mutation<'_>) -> RowWrite {

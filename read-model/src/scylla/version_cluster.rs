@@ -30,91 +30,113 @@ impl<'a> VersionCluster<'a> {
         VersionReads { session: self.session, statements: self.statements }
     }
 
-    /// The statement that applies `mutation`.
+    /// The statement that applies `mutation`, with its values.
     fn request<'m>(&self, mutation: Mutation<'m>) -> Result<Request<'m>, StoreError>
     where
         'a: 'm,
     {
-        use ModelStatement as S;
-        let (session, statements) = (self.session, self.statements);
+        let (session, statements, statement) = (self.session, self.statements, statement(&mutation));
         match mutation {
-            Mutation::Document { kind, key, body: Some(body), timestamp } => {
-                write_request(session, statements, S::UpsertDocument(kind), (key, body, timestamp))
+            Mutation::Document { key, body: Some(body), timestamp, .. } => {
+                write_request(session, statements, statement, (key, body, timestamp))
             }
-            Mutation::Document { kind, key, body: None, timestamp } => {
-                write_request(session, statements, S::DeleteDocument(kind), (timestamp, key))
+            Mutation::Document { key, body: None, timestamp, .. } => {
+                write_request(session, statements, statement, (timestamp, key))
             }
             Mutation::Provenance { row, timestamp } => {
                 let version = i64::try_from(row.aggregate_version).unwrap_or(i64::MAX);
                 let values = (&row.lcc_id, row.recorded_at, &row.topic, version, &row.body, timestamp);
-                write_request(session, statements, S::UpsertProvenance, values)
+                write_request(session, statements, statement, values)
             }
             Mutation::Identifier { kind, code, lcc_id, present, timestamp } => {
                 let key = (kind.code(), code, Audience::of(lcc_id).code(), lcc_id);
                 if present {
-                    write_request(session, statements, S::InsertIdentifier, (key.0, key.1, key.2, key.3, timestamp))
+                    write_request(session, statements, statement, (key.0, key.1, key.2, key.3, timestamp))
                 } else {
-                    write_request(session, statements, S::DeleteIdentifier, (timestamp, key.0, key.1, key.2, key.3))
+                    write_request(session, statements, statement, (timestamp, key.0, key.1, key.2, key.3))
                 }
             }
             Mutation::Fixture { key, body: Some(body), timestamp } => {
-                write_request(session, statements, S::UpsertFixture, (FIXTURES_PARTITION, key, body, timestamp))
+                write_request(session, statements, statement, (FIXTURES_PARTITION, key, body, timestamp))
             }
             Mutation::Fixture { key, body: None, timestamp } => {
-                write_request(session, statements, S::DeleteFixture, (timestamp, FIXTURES_PARTITION, key))
+                write_request(session, statements, statement, (timestamp, FIXTURES_PARTITION, key))
             }
             Mutation::BulkRow { bucket, lcc_id, body: Some(body), timestamp } => {
                 let values = (bucket.audience.code(), bucket.bucket, lcc_id, body, timestamp);
-                write_request(session, statements, S::UpsertBulkRow, values)
+                write_request(session, statements, statement, values)
             }
             Mutation::BulkRow { bucket, lcc_id, body: None, timestamp } => {
                 let values = (timestamp, bucket.audience.code(), bucket.bucket, lcc_id);
-                write_request(session, statements, S::DeleteBulkRow, values)
+                write_request(session, statements, statement, values)
             }
             Mutation::Change { lcc_id, day, sequence, body, timestamp } => {
                 // A change's version is the row's write version, its timestamp.
                 let values = (Audience::of(lcc_id).code(), day, sequence, lcc_id, timestamp, body, timestamp);
-                write_request(session, statements, S::InsertChange, values)
+                write_request(session, statements, statement, values)
             }
             Mutation::ChangeHead { lcc_id, sequence, timestamp } => {
                 let values = (lcc_id, Audience::of(lcc_id).code(), sequence, timestamp);
-                write_request(session, statements, S::UpsertChangeHead, values)
+                write_request(session, statements, statement, values)
             }
             Mutation::ChangeDay { audience, day, timestamp } => {
-                write_request(session, statements, S::InsertChangeDay, (audience.code(), day, timestamp))
+                write_request(session, statements, statement, (audience.code(), day, timestamp))
             }
             Mutation::PartyReference { party_id, referrer, present, timestamp } => {
                 let (kind, id) = referrer.columns();
                 if present {
-                    write_request(session, statements, S::InsertPartyReference, (party_id, kind, id, timestamp))
+                    write_request(session, statements, statement, (party_id, kind, id, timestamp))
                 } else {
-                    write_request(session, statements, S::DeletePartyReference, (timestamp, party_id, kind, id))
+                    write_request(session, statements, statement, (timestamp, party_id, kind, id))
                 }
             }
             Mutation::Aggregate { key, version, state, timestamp } => {
                 let values = (&key.topic, &key.id, version, state, timestamp);
-                write_request(session, statements, S::UpsertAggregate, values)
+                write_request(session, statements, statement, values)
             }
             Mutation::Checkpoint { checkpoint, timestamp } => {
                 let values =
                     (&checkpoint.source, &checkpoint.stream, checkpoint.partition, checkpoint.next_offset, timestamp);
-                write_request(session, statements, S::UpsertCheckpoint, values)
+                write_request(session, statements, statement, values)
             }
             Mutation::BucketMark { bucket, timestamp } => {
                 let values = (bucket.audience.code(), bucket.bucket, timestamp / 1_000, timestamp);
-                write_request(session, statements, S::MarkBucket, values)
+                write_request(session, statements, statement, values)
             }
-            Mutation::ClearBucketMark { bucket, timestamp } => write_request(
-                session,
-                statements,
-                S::ClearBucketMark,
-                (timestamp, bucket.audience.code(), bucket.bucket),
-            ),
+            Mutation::ClearBucketMark { bucket, timestamp } => {
+                write_request(session, statements, statement, (timestamp, bucket.audience.code(), bucket.bucket))
+            }
             Mutation::BucketCount { bucket, rows, timestamp } => {
                 let values = (bucket.audience.code(), bucket.bucket, rows, timestamp);
-                write_request(session, statements, S::WriteBucketCount, values)
+                write_request(session, statements, statement, values)
             }
         }
+    }
+}
+
+/// The prepared statement that applies a mutation.
+fn statement(mutation: &Mutation<'_>) -> ModelStatement {
+    use ModelStatement as S;
+    match mutation {
+        Mutation::Document { kind, body: Some(_), .. } => S::UpsertDocument(*kind),
+        Mutation::Document { kind, body: None, .. } => S::DeleteDocument(*kind),
+        Mutation::Provenance { .. } => S::UpsertProvenance,
+        Mutation::Identifier { present: true, .. } => S::InsertIdentifier,
+        Mutation::Identifier { present: false, .. } => S::DeleteIdentifier,
+        Mutation::Fixture { body: Some(_), .. } => S::UpsertFixture,
+        Mutation::Fixture { body: None, .. } => S::DeleteFixture,
+        Mutation::BulkRow { body: Some(_), .. } => S::UpsertBulkRow,
+        Mutation::BulkRow { body: None, .. } => S::DeleteBulkRow,
+        Mutation::Change { .. } => S::InsertChange,
+        Mutation::ChangeHead { .. } => S::UpsertChangeHead,
+        Mutation::ChangeDay { .. } => S::InsertChangeDay,
+        Mutation::PartyReference { present: true, .. } => S::InsertPartyReference,
+        Mutation::PartyReference { present: false, .. } => S::DeletePartyReference,
+        Mutation::Aggregate { .. } => S::UpsertAggregate,
+        Mutation::Checkpoint { .. } => S::UpsertCheckpoint,
+        Mutation::BucketMark { .. } => S::MarkBucket,
+        Mutation::ClearBucketMark { .. } => S::ClearBucketMark,
+        Mutation::BucketCount { .. } => S::WriteBucketCount,
     }
 }
 
@@ -182,5 +204,67 @@ impl Cluster for VersionCluster<'_> {
 
     fn now_micros(&self) -> i64 {
         self.clock.unix_ms().saturating_mul(1_000)
+    }
+}
+
+/// The driver's statement for each mutation writes the table, and the kind
+/// of write (an insert, or a row deletion), that the model of ScyllaDB's
+/// semantics applies it as, so what the crash-point tests prove of the
+/// model holds of the statements.
+#[cfg(all(test, feature = "conformance"))]
+mod tests {
+    use super::*;
+    use crate::documents::DocumentKind;
+    use crate::records::{Checkpoint, IdentifierKind};
+    use crate::scylla::model::landing;
+    use crate::store::ProvenanceRow;
+
+    #[test]
+    fn every_mutation_is_the_statement_that_writes_what_the_model_applies() {
+        let row = ProvenanceRow {
+            lcc_id: "LCC-1".into(),
+            recorded_at: 1,
+            topic: "works".into(),
+            aggregate_version: 1,
+            body: b"{}".to_vec(),
+        };
+        let (key, referrer) =
+            (AggregateKey { topic: "works".into(), id: "LCC-1".into() }, PartyReferrer::Work("LCC-1".into()));
+        let checkpoint = Checkpoint { source: "s".into(), stream: "t".into(), partition: 0, next_offset: 1 };
+        let bucket = BulkBucket::of("LCC-1");
+        let body = Some(&b"{}"[..]);
+        let mut mutations = vec![
+            Mutation::Provenance { row: &row, timestamp: 1 },
+            Mutation::Change { lcc_id: "LCC-1", day: 0, sequence: 0, body, timestamp: 1 },
+            Mutation::ChangeHead { lcc_id: "LCC-1", sequence: 0, timestamp: 1 },
+            Mutation::ChangeDay { audience: Audience::Production, day: 0, timestamp: 1 },
+            Mutation::Aggregate { key: &key, version: 1, state: b"s", timestamp: 1 },
+            Mutation::Checkpoint { checkpoint: &checkpoint, timestamp: 1 },
+            Mutation::BucketMark { bucket, timestamp: 1 },
+            Mutation::ClearBucketMark { bucket, timestamp: 1 },
+            Mutation::BucketCount { bucket, rows: 1, timestamp: 1 },
+        ];
+        for body in [body, None] {
+            mutations.extend(DocumentKind::ALL.map(|kind| Mutation::Document {
+                kind,
+                key: "LCC-1",
+                body,
+                timestamp: 1,
+            }));
+            mutations.push(Mutation::Fixture { key: "LCC-1", body, timestamp: 1 });
+            mutations.push(Mutation::BulkRow { bucket, lcc_id: "LCC-1", body, timestamp: 1 });
+        }
+        for present in [true, false] {
+            let (kind, code, lcc_id) = (IdentifierKind::Iswc, "T0345246801", "LCC-1");
+            mutations.push(Mutation::Identifier { kind, code, lcc_id, present, timestamp: 1 });
+            mutations.push(Mutation::PartyReference { party_id: "PTY-1", referrer: &referrer, present, timestamp: 1 });
+        }
+        for mutation in &mutations {
+            let text = statement(mutation).text("k");
+            let (table, deletes) = landing(mutation);
+            assert!(text.contains(&format!(" k.{table} ")), "{mutation:?}: {text}");
+            assert_eq!(text.starts_with("DELETE "), deletes, "{mutation:?}: {text}");
+            assert!(text.starts_with("INSERT ") || text.starts_with("DELETE "), "{text}");
+        }
     }
 }
