@@ -9,14 +9,12 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use projector::contract::{Contract, Topic};
+use projector::contract::Topic;
 use projector::dead_letter::DeadLetterFile;
 use projector::generate::drafts::{Draft, Payload};
 use projector::projection::batch::{Rendering, project_batch};
 use projector::render_deferral::RenderDeferral;
 use projector::runner::{BatchObserver, CommittedBatch, NoObserver, RunOptions, run};
-use projector::source::SourcedEvent;
-use projector::source::file::FileSource;
 use projector::source::{SourceFeed, SourceMessage};
 use read_model::calendar::Timestamp;
 use read_model::documents::{BulkRow, RightType, RightsProfile};
@@ -24,20 +22,7 @@ use read_model::{
     AggregateKey, Audience, BatchWritten, Checkpoint, DocumentKind, DocumentReads, ModelVersion, PartyReferrer,
     ProjectionWrites, SqliteStore, Store, StoreError, StoredAggregate, WriteBatch, WriteVersion,
 };
-use support::{Projection, T0, party, published, right, rights, work};
-
-/// Every event of the files in `events`, in file-name order, and the source's id.
-fn read_events(events: &std::path::Path) -> (Vec<SourcedEvent>, String) {
-    let source = FileSource::new(events, Arc::new(Contract::load().expect("contract")));
-    let mut read = Vec::new();
-    for name in source.files().expect("files") {
-        source.read_file(&name, 0, &mut |event| {
-            read.push(event);
-            true
-        });
-    }
-    (read, source.source_id().to_owned())
-}
+use support::{Projection, T0, party, published, read_events, right, rights, work};
 
 /// A party, and a published work whose rights it holds.
 fn published_work_with_its_author() -> Vec<Draft> {

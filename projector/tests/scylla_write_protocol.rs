@@ -14,16 +14,15 @@ mod support;
 
 use std::sync::Arc;
 
-use projector::contract::{Contract, Topic};
+use projector::contract::Topic;
 use projector::generate::drafts::{Draft, Payload};
 use projector::generate::{GenerateOptions, generate};
 use projector::projection::batch::{Rendering, project_batch, render_stale_again};
 use projector::source::SourcedEvent;
-use projector::source::file::FileSource;
 use read_model::documents::RightType;
 use read_model::scylla::model::{CRASHED, ClusterModel, Contents, Faults, ModelWriter};
 use read_model::{DocumentKind, ModelVersion, ProjectionWrites, StoreError, WriteBatch};
-use support::{T0, party, published, right, rights, work};
+use support::{T0, party, published, read_events, right, rights, work};
 
 const VERSION: ModelVersion = ModelVersion(1);
 
@@ -46,24 +45,11 @@ struct Registry {
     others: Vec<SourcedEvent>,
 }
 
-/// Every event of the files in `directory`, in file-name order.
-fn read_events(directory: &std::path::Path) -> Vec<SourcedEvent> {
-    let source = FileSource::new(directory, Arc::new(Contract::load().expect("contract")));
-    let mut events = Vec::new();
-    for name in source.files().expect("files") {
-        source.read_file(&name, 0, &mut |event| {
-            events.push(event);
-            true
-        });
-    }
-    events
-}
-
 fn registry(works: usize) -> Registry {
     let directory = tempfile::tempdir().expect("tempdir");
     let options = GenerateOptions { works, seed: 7, events_per_segment: 40, sandbox: false };
     generate(&options, directory.path()).expect("generate");
-    let all = read_events(directory.path());
+    let (all, _) = read_events(directory.path());
     let is_party = |event: &SourcedEvent| event.outcome.as_ref().is_ok_and(|event| event.topic == Topic::Parties);
     let (parties, others) = all.iter().cloned().partition(is_party);
     Registry { all, parties, others }
@@ -235,14 +221,14 @@ async fn a_work_rendered_before_a_rename_of_its_party_is_rendered_again_whenever
     let projection = support::Projection::new().await;
     let rename = Payload::PartyRenamed("New Name".into());
     let party_drafts = vec![party("PTY-1", "Old Name", T0), Draft::new(Topic::Parties, "PTY-1", T0 + 9, rename)];
-    let party_events = read_events(&projection.write("parties", party_drafts, 10));
+    let (party_events, _) = read_events(&projection.write("parties", party_drafts, 10));
     let (registered, renamed) = party_events.split_at(1);
     let drafts = vec![
         work("LCC-1", "PTY-1", T0 + 1),
         published("LCC-1", T0 + 2),
         rights("LCC-1", T0 + 3, vec![right("LCC-1", "A0", "PTY-1", 10_000, RightType::AuthorsRight)], true),
     ];
-    let work_events = read_events(&projection.write("work", drafts, 10));
+    let (work_events, _) = read_events(&projection.write("work", drafts, 10));
     let mut crashes = 0;
     for crash_after in 0..40 {
         let cluster = ClusterModel::default();

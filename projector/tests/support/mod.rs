@@ -15,6 +15,7 @@ use projector::generate::drafts::{DAY, Draft, Payload, PersonalData};
 use projector::generate::{GenerateOptions, write_drafts};
 use projector::render_deferral::RenderDeferral;
 use projector::runner::{RunOptions, RunTotals, run_file_source};
+use projector::source::SourcedEvent;
 use projector::source::file::FileSource;
 use read_model::calendar::{Date, Timestamp};
 use read_model::documents::{CreatorRole, HolderRole, PartyKind, RightType, WorkType};
@@ -86,6 +87,19 @@ impl Projection {
         }
         text
     }
+}
+
+/// Every event of the files in `events`, in file-name order, and the source's id.
+pub fn read_events(events: &Path) -> (Vec<SourcedEvent>, String) {
+    let source = FileSource::new(events, Arc::new(Contract::load().expect("contract")));
+    let mut read = Vec::new();
+    for name in source.files().expect("files") {
+        source.read_file(&name, 0, &mut |event| {
+            read.push(event);
+            true
+        });
+    }
+    (read, source.source_id().to_owned())
 }
 
 pub fn personal(id: &str) -> PersonalData {
