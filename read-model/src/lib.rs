@@ -27,6 +27,7 @@ pub mod sqlite;
 pub mod store;
 #[cfg(feature = "cli")]
 pub mod store_arguments;
+pub mod stored_bodies;
 
 pub use api_keys::{ApiKeyRecord, ApiKeys};
 pub use documents::DocumentKind;

@@ -1,7 +1,10 @@
 -- One model version of the read model (file `model-v<N>.sqlite`).
 --
--- Documents are stored as ready-to-send JSON in `body`. Tables with bodies of a
--- kilobyte or more are rowid tables with a unique key, because SQLite keeps
+-- Documents, provenance entries, bulk rows, changes and the projector's
+-- states are stored as zstd frames, each compressed with the dictionary of
+-- its kind (read_model::stored_bodies, schemas/dictionaries/), and read
+-- back to the exact JSON written; a value that is not a frame is read as
+-- it is. Tables with bodies of a kilobyte or more are rowid tables with a unique key, because SQLite keeps
 -- large rows out of WITHOUT ROWID leaves badly; tables of small rows are
 -- WITHOUT ROWID so that a lookup is one b-tree search.
 --

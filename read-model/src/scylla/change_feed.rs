@@ -33,6 +33,7 @@ use crate::change_feed::{
 use crate::identifiers::Audience;
 use crate::records::{ModelVersion, StoreError, WriteVersion};
 use crate::store::KeyedWrite;
+use crate::stored_bodies;
 
 pub(super) const DAY_MS: i64 = 24 * 60 * 60 * 1000;
 
@@ -72,13 +73,14 @@ impl FeedPlacement {
 /// A `change_feed` row: (sequence, lccId, version, body).
 type ChangeRow = (i64, String, i64, Option<Vec<u8>>);
 
-fn change_item((sequence, lcc_id, version, body): ChangeRow) -> ChangeItem {
-    ChangeItem {
+/// A change as served: its body read back from how it is stored (see [`crate::stored_bodies`]).
+fn change_item((sequence, lcc_id, version, body): ChangeRow) -> Result<ChangeItem, StoreError> {
+    Ok(ChangeItem {
         position: FeedPosition { sequence, lcc_id },
         kind: if body.is_some() { ChangeKind::Upsert } else { ChangeKind::Withdrawn },
         version: u64::try_from(version).unwrap_or(0),
-        body,
-    }
+        body: body.map(stored_bodies::decompress).transpose()?,
+    })
 }
 
 /// The feed's statements on one model version.
@@ -193,7 +195,7 @@ impl<'a> VersionFeed<'a> {
         let statement = self.statements.get(ModelStatement::SelectChangesAfter)?;
         let values = (audience.code(), day, after.sequence, after.lcc_id.as_str(), until, limit);
         let rows: Vec<ChangeRow> = select(self.session, statement, values).await?;
-        Ok(rows.into_iter().map(change_item).collect())
+        rows.into_iter().map(change_item).collect()
     }
 
     /// A page of the feed of model version `version`, read at `now_ms`.
@@ -275,7 +277,7 @@ impl<'a> VersionFeed<'a> {
         let statement = self.statements.get(ModelStatement::SelectChange)?;
         let rows: Vec<ChangeRow> =
             select(self.session, statement, (audience.code(), day_of(sequence), sequence, lcc_id)).await?;
-        Ok(rows.into_iter().next().map(change_item))
+        rows.into_iter().next().map(change_item).transpose()
     }
 
     pub(super) async fn bounds(

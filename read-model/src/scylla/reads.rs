@@ -14,6 +14,7 @@ use crate::identifiers::Audience;
 use crate::store::{
     AggregateKey, Body, BulkKey, BulkPage, Checkpoint, IdentifierKind, PartyReferrer, StoreError, StoredAggregate,
 };
+use crate::stored_bodies;
 
 /// The statements of one model version, with the session that runs them.
 #[derive(Debug, Clone, Copy)]
@@ -26,13 +27,13 @@ impl VersionReads<'_> {
     pub(super) async fn document(&self, kind: DocumentKind, key: &str) -> Result<Option<Body>, StoreError> {
         let statement = self.statements.get(ModelStatement::SelectDocument(kind))?;
         let rows: Vec<(Vec<u8>,)> = select(self.session, statement, (key,)).await?;
-        Ok(rows.into_iter().next().map(|(body,)| body))
+        rows.into_iter().next().map(|(body,)| stored_bodies::decompress(body)).transpose()
     }
 
     pub(super) async fn provenance(&self, lcc_id: &str) -> Result<Vec<Body>, StoreError> {
         let statement = self.statements.get(ModelStatement::SelectProvenance)?;
         let rows: Vec<(Vec<u8>,)> = select(self.session, statement, (lcc_id,)).await?;
-        Ok(rows.into_iter().map(|(body,)| body).collect())
+        rows.into_iter().map(|(body,)| stored_bodies::decompress(body)).collect()
     }
 
     pub(super) async fn works_by_identifier(
@@ -68,7 +69,9 @@ impl VersionReads<'_> {
                     select(self.session, statement, (audience.code(), bucket, first, limit)).await?
                 }
             };
-            page.rows.extend(bodies.into_iter().map(|(body,)| body));
+            for (body,) in bodies {
+                page.rows.push(stored_bodies::decompress(body)?);
+            }
         }
         Ok(page)
     }
@@ -88,7 +91,9 @@ impl VersionReads<'_> {
             let bucket_column = i32::try_from(bucket).map_err(|_| StoreError::Corrupt("bucket".into()))?;
             let found: Vec<(String, Vec<u8>)> =
                 select(self.session, statement, (audience.code(), bucket_column, after_id.as_str(), wanted)).await?;
-            rows.extend(found.into_iter().map(|(lcc_id, body)| (BulkKey { bucket, lcc_id }, body)));
+            for (lcc_id, body) in found {
+                rows.push((BulkKey { bucket, lcc_id }, stored_bodies::decompress(body)?));
+            }
             if rows.len() >= limit as usize {
                 break;
             }

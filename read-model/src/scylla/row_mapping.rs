@@ -7,9 +7,10 @@ use crate::bulk::BULK_BUCKETS;
 use crate::store::{Checkpoint, ModelVersion, StoreError, StoredAggregate};
 
 /// An `aggregates` row: (version, state).
+/// An `aggregates` row as the state it stores (see [`crate::stored_bodies`]).
 pub fn stored_aggregate((version, state): (i64, Vec<u8>)) -> Result<StoredAggregate, StoreError> {
     let version = u64::try_from(version).map_err(|_| StoreError::Corrupt(format!("aggregate version {version}")))?;
-    Ok(StoredAggregate { version, state })
+    Ok(StoredAggregate { version, state: crate::stored_bodies::decompress(state)? })
 }
 
 /// An `api_keys` row: (hash, id, partner, scopes, limit, created, revoked).

@@ -16,6 +16,7 @@ use super::write_protocol::{Cluster, Mutation};
 use crate::clock::Clock;
 use crate::identifiers::Audience;
 use crate::records::{AggregateKey, PartyReferrer, StoreError, StoredAggregate};
+use crate::stored_bodies::{self, BodyKind};
 
 /// One model version's statements on a session, with the process's clock.
 #[derive(Debug, Clone, Copy)]
@@ -37,7 +38,8 @@ impl<'a> VersionCluster<'a> {
     {
         let (session, statements, statement) = (self.session, self.statements, statement(&mutation));
         match mutation {
-            Mutation::Document { key, body: Some(body), timestamp, .. } => {
+            Mutation::Document { kind, key, body: Some(body), timestamp } => {
+                let body = stored_bodies::compress(BodyKind::of_document(kind), body)?;
                 write_request(session, statements, statement, (key, body, timestamp))
             }
             Mutation::Document { key, body: None, timestamp, .. } => {
@@ -45,7 +47,8 @@ impl<'a> VersionCluster<'a> {
             }
             Mutation::Provenance { row, timestamp } => {
                 let version = i64::try_from(row.aggregate_version).unwrap_or(i64::MAX);
-                let values = (&row.lcc_id, row.recorded_at, &row.topic, version, &row.body, timestamp);
+                let body = stored_bodies::compress(BodyKind::Provenance, &row.body)?;
+                let values = (&row.lcc_id, row.recorded_at, &row.topic, version, body, timestamp);
                 write_request(session, statements, statement, values)
             }
             Mutation::Identifier { kind, code, lcc_id, present, timestamp } => {
@@ -63,6 +66,7 @@ impl<'a> VersionCluster<'a> {
                 write_request(session, statements, statement, (timestamp, FIXTURES_PARTITION, key))
             }
             Mutation::BulkRow { bucket, lcc_id, body: Some(body), timestamp } => {
+                let body = stored_bodies::compress(BodyKind::BulkRow, body)?;
                 let values = (bucket.audience.code(), bucket.bucket, lcc_id, body, timestamp);
                 write_request(session, statements, statement, values)
             }
@@ -72,6 +76,7 @@ impl<'a> VersionCluster<'a> {
             }
             Mutation::Change { lcc_id, day, sequence, body, timestamp } => {
                 // A change's version is the row's write version, its timestamp.
+                let body = body.map(|body| stored_bodies::compress(BodyKind::BulkRow, body)).transpose()?;
                 let values = (Audience::of(lcc_id).code(), day, sequence, lcc_id, timestamp, body, timestamp);
                 write_request(session, statements, statement, values)
             }
@@ -91,6 +96,7 @@ impl<'a> VersionCluster<'a> {
                 }
             }
             Mutation::Aggregate { key, version, state, timestamp } => {
+                let state = stored_bodies::compress(BodyKind::AggregateState, state)?;
                 let values = (&key.topic, &key.id, version, state, timestamp);
                 write_request(session, statements, statement, values)
             }

@@ -18,6 +18,7 @@ use crate::change_feed::{
 };
 use crate::identifiers::Audience;
 use crate::records::{Body, ModelVersion, StoreError};
+use crate::stored_bodies;
 
 /// A change found by the batch write, before it has a sequence.
 #[derive(Debug)]
@@ -160,7 +161,7 @@ pub(super) fn changes(
             change_item,
         )
         .map_err(from_sqlite)?;
-    let items = rows.collect::<Result<Vec<ChangeItem>, _>>().map_err(from_sqlite)?;
+    let items = rows.map(|row| decoded(row.map_err(from_sqlite)?)).collect::<Result<Vec<ChangeItem>, _>>()?;
     let mut next = items.last().map_or(after, |item| item.position.clone());
     if items.len() < query.limit as usize && query.until_sequence.is_none() && !query.latest_only {
         // Caught up: the audience has nothing up to the feed's newest change,
@@ -186,7 +187,9 @@ pub(super) fn latest_change(
              ORDER BY sequence DESC LIMIT 1",
         )
         .and_then(|mut statement| statement.query_row(params![lcc_id, audience.code()], change_item).optional())
-        .map_err(from_sqlite)
+        .map_err(from_sqlite)?
+        .map(decoded)
+        .transpose()
 }
 
 /// The horizon and the oldest and newest retained changes of one audience.
@@ -209,6 +212,11 @@ pub(super) fn bounds(
             .map_err(from_sqlite)
     };
     Ok(ChangeFeedBounds { model_version: version, horizon: state.horizon, oldest: end("ASC")?, newest: end("DESC")? })
+}
+
+/// A change with its body as served (see [`crate::stored_bodies`]).
+fn decoded(item: ChangeItem) -> Result<ChangeItem, StoreError> {
+    Ok(ChangeItem { body: item.body.map(stored_bodies::decompress).transpose()?, ..item })
 }
 
 fn change_item(row: &rusqlite::Row<'_>) -> rusqlite::Result<ChangeItem> {

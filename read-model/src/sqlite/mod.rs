@@ -417,7 +417,8 @@ impl ProjectionWrites for SqliteStore {
         let file = self.known_version_file(version)?;
         let clock = self.inner.clock.clone();
         tokio::task::spawn_blocking(move || {
-            file.with_writer(|writer| writes::apply_batch(writer, &batch, clock.unix_ms()))
+            let stored = writes::with_stored_bodies(&batch)?;
+            file.with_writer(|writer| writes::apply_batch(writer, &stored, clock.unix_ms()))
         })
         .await
         .map_err(|error| StoreError::Unavailable(format!("batch write task failed: {error}")))?

@@ -10,6 +10,7 @@ use crate::bulk::plan_page;
 use crate::documents::DocumentKind;
 use crate::identifiers::Audience;
 use crate::store::{Body, BulkKey, BulkPage, Checkpoint, IdentifierKind, PartyReferrer, StoreError};
+use crate::stored_bodies;
 
 /// The point read of each document kind (written out, so no lookup formats SQL).
 fn select_document(kind: DocumentKind) -> &'static str {
@@ -28,7 +29,7 @@ pub(super) fn document(connection: &Connection, kind: DocumentKind, key: &str) -
         .prepare_cached(select_document(kind))
         .and_then(|mut statement| statement.query_row([key], |row| row.get(0)).optional())
         .map_err(from_sqlite)?;
-    Ok(body.flatten())
+    body.flatten().map(stored_bodies::decompress).transpose()
 }
 
 pub(super) fn provenance(connection: &Connection, lcc_id: &str) -> Result<Vec<Body>, StoreError> {
@@ -39,7 +40,7 @@ pub(super) fn provenance(connection: &Connection, lcc_id: &str) -> Result<Vec<Bo
         )
         .map_err(from_sqlite)?;
     let rows = statement.query_map([lcc_id], |row| row.get(0)).map_err(from_sqlite)?;
-    rows.collect::<Result<_, _>>().map_err(from_sqlite)
+    rows.map(|row| stored_bodies::decompress(row.map_err(from_sqlite)?)).collect()
 }
 
 pub(super) fn works_by_identifier(
@@ -87,7 +88,7 @@ pub(super) fn bulk_page(
             .query_map(params![audience.code(), read.bucket, take, skip], |row| row.get(0))
             .map_err(from_sqlite)?;
         for row in rows {
-            page.rows.push(row.map_err(from_sqlite)?);
+            page.rows.push(stored_bodies::decompress(row.map_err(from_sqlite)?)?);
         }
     }
     Ok(page)
@@ -112,7 +113,11 @@ pub(super) fn bulk_rows_after(
             Ok((BulkKey { bucket: row.get(0)?, lcc_id: row.get(1)? }, row.get(2)?))
         })
         .map_err(from_sqlite)?;
-    rows.collect::<Result<_, _>>().map_err(from_sqlite)
+    rows.map(|row| {
+        let (key, body) = row.map_err(from_sqlite)?;
+        Ok((key, stored_bodies::decompress(body)?))
+    })
+    .collect()
 }
 
 pub(super) fn sandbox_fixtures(connection: &Connection) -> Result<Vec<Body>, StoreError> {

@@ -17,6 +17,7 @@ use rusqlite::{Connection, OptionalExtension, Statement, params};
 
 use super::errors::from_sqlite;
 use crate::store::{AggregateKey, StoreError, StoredAggregate};
+use crate::stored_bodies;
 
 /// Runs of fewer sorted keys are read by point lookups.
 const SHORTEST_SCANNED_RUN: usize = 16;
@@ -90,7 +91,7 @@ fn scan(
         if run[next].id == id {
             answers[next] = Some(StoredAggregate {
                 version: row.get::<_, i64>(1).map_err(from_sqlite)? as u64,
-                state: row.get(2).map_err(from_sqlite)?,
+                state: stored_bodies::decompress(row.get(2).map_err(from_sqlite)?)?,
             });
             next += 1;
         } else {
@@ -104,12 +105,13 @@ fn scan(
 }
 
 fn look_up(statement: &mut Statement<'_>, key: &AggregateKey) -> Result<Option<StoredAggregate>, StoreError> {
-    statement
+    let stored = statement
         .query_row(params![key.topic, key.id], |row| {
             Ok(StoredAggregate { version: row.get::<_, i64>(0)? as u64, state: row.get(1)? })
         })
         .optional()
-        .map_err(from_sqlite)
+        .map_err(from_sqlite)?;
+    stored.map(|stored| Ok(StoredAggregate { state: stored_bodies::decompress(stored.state)?, ..stored })).transpose()
 }
 
 #[cfg(test)]

@@ -15,10 +15,54 @@ use super::{Writer, reads, schema, state_reads};
 use crate::bulk::bulk_bucket;
 use crate::identifiers::Audience;
 use crate::read_set::{CommitMark, ReadSet};
-use crate::store::{BatchWritten, KeyedWrite, PartyReferenceWrite, StoreError, WriteBatch};
+use crate::store::{
+    BatchWritten, DocumentWrite, KeyedWrite, PartyReferenceWrite, ProvenanceRow, StoreError, StoredAggregate,
+    WriteBatch,
+};
+use crate::stored_bodies::{self, BodyKind};
+
+/// `batch` with its bodies as the store keeps them (see
+/// [`crate::stored_bodies`]): compressed before the write transaction, so
+/// the compression does not hold the write lock. Sandbox fixtures, a few
+/// dozen, stay as they are.
+pub(super) fn with_stored_bodies(batch: &WriteBatch) -> Result<WriteBatch, StoreError> {
+    let compress =
+        |kind, body: &Option<Vec<u8>>| body.as_deref().map(|body| stored_bodies::compress(kind, body)).transpose();
+    Ok(WriteBatch {
+        documents: batch
+            .documents
+            .iter()
+            .map(|write| {
+                let body = compress(BodyKind::of_document(write.kind), &write.body)?;
+                Ok(DocumentWrite { body, ..write.clone() })
+            })
+            .collect::<Result<_, StoreError>>()?,
+        provenance: batch
+            .provenance
+            .iter()
+            .map(|row| {
+                Ok(ProvenanceRow { body: stored_bodies::compress(BodyKind::Provenance, &row.body)?, ..row.clone() })
+            })
+            .collect::<Result<_, StoreError>>()?,
+        bulk_rows: batch
+            .bulk_rows
+            .iter()
+            .map(|write| Ok(KeyedWrite { body: compress(BodyKind::BulkRow, &write.body)?, ..write.clone() }))
+            .collect::<Result<_, StoreError>>()?,
+        aggregates: batch
+            .aggregates
+            .iter()
+            .map(|(key, stored)| {
+                let state = stored_bodies::compress(BodyKind::AggregateState, &stored.state)?;
+                Ok((key.clone(), StoredAggregate { state, version: stored.version }))
+            })
+            .collect::<Result<_, StoreError>>()?,
+        ..batch.clone()
+    })
+}
 
 /// Applies `batch`, committed at `now_ms` (milliseconds since the epoch, for
-/// the change feed).
+/// the change feed), its bodies as stored ([`with_stored_bodies`]).
 pub(super) fn apply_batch(writer: &mut Writer, batch: &WriteBatch, now_ms: i64) -> Result<BatchWritten, StoreError> {
     let transaction =
         writer.connection.transaction_with_behavior(TransactionBehavior::Immediate).map_err(from_sqlite)?;
