@@ -42,14 +42,14 @@ for build in old new; do
     data="$work_directory/$build"
     for events in "$work_directory/events" "$PWD/schemas/fixtures/sandbox"; do
         "$bin/projector" run --source "file://$events" --data-dir "$data" --admin-listen 127.0.0.1:0 \
-            --exit-when-caught-up >/dev/null
+            --exit-when-caught-up >/dev/null 2>&1
     done
     keys+=("$("$bin/query-api" keys --data-dir "$data" issue --partner "Answer comparison" \
         --scopes rights:read,rights:verify,licenses:read,metadata:read,bulk:read,evidence:read \
         --rate-limit 1000000000 2>/dev/null)")
     port=$(free_port)
     RUST_LOG=warn "$bin/query-api" serve --data-dir "$data" --listen "127.0.0.1:$port" \
-        --admin-listen 127.0.0.1:0 &
+        --admin-listen 127.0.0.1:0 >/dev/null 2>&1 &
     pids+=($!)
     urls+=("http://127.0.0.1:$port/api/v1/public/v1")
     for _ in $(seq 1 300); do curl -s -o /dev/null "${urls[-1]}/openapi.json" && break; sleep 0.1; done
