@@ -206,6 +206,8 @@ print(json.dumps({
     "during_rebuild_failed": during[3] + socket_errors(f"{directory}/during-rebuild.txt"),
 }))
 PY
+    # Printed as it comes, so that a later size's failure keeps this one's figures.
+    tail -1 "$results"
     for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
     pids=()
     rm -rf "$size_directory"

@@ -17,7 +17,7 @@ mod random;
 pub mod sandbox;
 pub mod world;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::Path;
@@ -73,25 +73,35 @@ pub fn write_drafts(
     options: &GenerateOptions,
     out: &Path,
 ) -> anyhow::Result<Manifest> {
-    let events = order_and_number(drafts, &mut Random::new(options.seed).fork(9));
+    let (order, versions) = order_and_number(&drafts)?;
     std::fs::create_dir_all(out).with_context(|| format!("failed to create {}", out.display()))?;
     let mut manifest = Manifest {
         seed: options.seed,
         works,
-        events: events.len(),
+        events: drafts.len(),
         events_by_topic: BTreeMap::new(),
-        malformed_events: events.iter().filter(|event| event.draft.must_be_parked).count(),
+        malformed_events: drafts.iter().filter(|draft| draft.must_be_parked).count(),
         files: 0,
     };
-    for event in &events {
-        *manifest.events_by_topic.entry(event.draft.topic.name().to_owned()).or_default() += 1;
+    for draft in &drafts {
+        *manifest.events_by_topic.entry(draft.topic.name().to_owned()).or_default() += 1;
     }
     let contract = crate::contract::Contract::load()?;
     let future_works = future_works_schema().context("failed to build the newer works schema")?;
     let mut marker_random = Random::new(options.seed ^ 0x6d61_726b);
-    for (segment, chunk) in events.chunks(options.events_per_segment.max(1)).enumerate() {
+    let mut id_random = Random::new(options.seed).fork(9);
+    for (segment, chunk) in order.chunks(options.events_per_segment.max(1)).enumerate() {
+        // Event ids are drawn in the order of the events, whatever file each goes to.
+        let events: Vec<NumberedEvent<'_>> = chunk
+            .iter()
+            .map(|&index| NumberedEvent {
+                draft: &drafts[index as usize],
+                version: u64::from(versions[index as usize]),
+                event_id: id_random.uuid(),
+            })
+            .collect();
         for topic in Topic::ALL {
-            let in_topic: Vec<&NumberedEvent> = chunk.iter().filter(|event| event.draft.topic == topic).collect();
+            let in_topic: Vec<&NumberedEvent<'_>> = events.iter().filter(|event| event.draft.topic == topic).collect();
             if in_topic.is_empty() {
                 continue;
             }
@@ -109,42 +119,54 @@ pub fn write_drafts(
     Ok(manifest)
 }
 
-/// A draft with its version and id.
+/// A draft with its version and id, as it is written.
 #[derive(Debug)]
-struct NumberedEvent {
-    draft: Draft,
+struct NumberedEvent<'a> {
+    draft: &'a Draft,
     version: u64,
     event_id: String,
 }
 
-fn order_and_number(drafts: Vec<Draft>, random: &mut Random) -> Vec<NumberedEvent> {
-    let mut by_aggregate: HashMap<(Topic, String), Vec<(usize, Draft)>> = HashMap::new();
-    for (index, draft) in drafts.into_iter().enumerate() {
-        by_aggregate.entry((draft.topic, draft.aggregate_id.clone())).or_default().push((index, draft));
-    }
-    let mut numbered = Vec::new();
-    for (_, mut aggregate) in by_aggregate {
-        aggregate.sort_by_key(|(index, draft)| (draft.at, *index));
-        for (version, (index, draft)) in aggregate.into_iter().enumerate() {
-            numbered.push((index, NumberedEvent { draft, version: version as u64 + 1, event_id: String::new() }));
-        }
-    }
-    numbered.sort_by(|(left_index, left), (right_index, right)| {
-        (left.draft.at, left.draft.topic, &left.draft.aggregate_id, left.version, left_index).cmp(&(
-            right.draft.at,
-            right.draft.topic,
-            &right.draft.aggregate_id,
-            right.version,
-            right_index,
+/// The order events are written in (by time, then topic, aggregate and
+/// version, then as drafted), as indices into `drafts`, and each draft's
+/// version: its place among its aggregate's drafts by time (then as
+/// drafted), from 1. Indices rather than moved drafts, so that a registry of
+/// millions of works holds its drafts once.
+fn order_and_number(drafts: &[Draft]) -> anyhow::Result<(Vec<u32>, Vec<u32>)> {
+    let count = u32::try_from(drafts.len()).context("more than 2^32 events")?;
+    let mut by_aggregate: Vec<u32> = (0..count).collect();
+    by_aggregate.sort_unstable_by(|&left, &right| {
+        let (left_draft, right_draft) = (&drafts[left as usize], &drafts[right as usize]);
+        (left_draft.topic, &left_draft.aggregate_id, left_draft.at, left).cmp(&(
+            right_draft.topic,
+            &right_draft.aggregate_id,
+            right_draft.at,
+            right,
         ))
     });
-    numbered
-        .into_iter()
-        .map(|(_, mut event)| {
-            event.event_id = random.uuid();
-            event
-        })
-        .collect()
+    let mut versions = vec![0_u32; drafts.len()];
+    let mut previous: Option<&Draft> = None;
+    let mut version = 0;
+    for &index in &by_aggregate {
+        let draft = &drafts[index as usize];
+        let same = previous
+            .is_some_and(|previous| previous.topic == draft.topic && previous.aggregate_id == draft.aggregate_id);
+        version = if same { version + 1 } else { 1 };
+        versions[index as usize] = version;
+        previous = Some(draft);
+    }
+    let mut order = by_aggregate;
+    order.sort_unstable_by(|&left, &right| {
+        let (left_draft, right_draft) = (&drafts[left as usize], &drafts[right as usize]);
+        (left_draft.at, left_draft.topic, &left_draft.aggregate_id, versions[left as usize], left).cmp(&(
+            right_draft.at,
+            right_draft.topic,
+            &right_draft.aggregate_id,
+            versions[right as usize],
+            right,
+        ))
+    });
+    Ok((order, versions))
 }
 
 fn write_file(path: &Path, schema: &Schema, marker: [u8; 16], events: &[&NumberedEvent]) -> anyhow::Result<()> {
