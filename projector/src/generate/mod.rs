@@ -176,7 +176,7 @@ fn write_file(path: &Path, schema: &Schema, marker: [u8; 16], events: &[&Numbere
         let file = BufWriter::new(File::create(&partial)?);
         let mut writer = Writer::builder().schema(schema).writer(file).marker(marker).build()?;
         for event in events {
-            writer.append_value(avro::event_value(&event.draft, event.version, &event.event_id))?;
+            writer.append_value(avro::event_value(event.draft, event.version, &event.event_id))?;
         }
         writer.flush()?;
         writer.into_inner()?.into_inner().map_err(|error| error.into_error())?.sync_all()?;
