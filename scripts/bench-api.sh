@@ -56,20 +56,7 @@ uncached_port=$(free_port)
 start_api "$uncached_port" "$(free_port)" --document-cache-mib 0
 
 # The ceiling answers with a body as large as an average profile.
-size=$(python3 - "$api_port" "$works" <<'PY'
-import os, random, sys, urllib.request
-port, works = sys.argv[1], int(sys.argv[2])
-sizes = []
-for index in random.Random(7).sample(range(works), 200):
-    request = urllib.request.Request(f"http://127.0.0.1:{port}/api/v1/public/v1/rights/LCC-{index:010d}",
-                                     headers={"x-api-key": os.environ["BENCH_API_KEY"]})
-    try:
-        sizes.append(len(urllib.request.urlopen(request).read()))
-    except urllib.error.HTTPError:
-        pass
-print(sum(sizes) // len(sizes))
-PY
-)
+size=$(python3 scripts/bench/average_profile_bytes.py "$api_port" "$works")
 ceiling_port=$(free_port)
 target/release/examples/constant_body_server "127.0.0.1:$ceiling_port" "$size" &
 pids+=($!)

@@ -78,20 +78,7 @@ for works in "${sizes[@]}"; do
     wait_for "http://127.0.0.1:$api_port/api/v1/public/v1/openapi.json"
     wait_for "http://127.0.0.1:$uncached_port/api/v1/public/v1/openapi.json"
     # The ceiling answers with a body as large as an average profile.
-    profile_bytes=$(python3 - "$api_port" "$works" <<'PY'
-import os, random, sys, urllib.error, urllib.request
-port, works = sys.argv[1], int(sys.argv[2])
-sizes = []
-for index in random.Random(7).sample(range(works), 200):
-    request = urllib.request.Request(f"http://127.0.0.1:{port}/api/v1/public/v1/rights/LCC-{index:010d}",
-                                     headers={"x-api-key": os.environ["BENCH_API_KEY"]})
-    try:
-        sizes.append(len(urllib.request.urlopen(request).read()))
-    except urllib.error.HTTPError:
-        pass
-print(sum(sizes) // len(sizes))
-PY
-)
+    profile_bytes=$(python3 scripts/bench/average_profile_bytes.py "$api_port" "$works")
     ceiling_port=$(free_port)
     target/release/examples/constant_body_server "127.0.0.1:$ceiling_port" "$profile_bytes" &
     pids+=($!)
