@@ -57,7 +57,12 @@ pub(super) fn with_stored_bodies(batch: &WriteBatch) -> Result<WriteBatch, Store
                 Ok((key.clone(), StoredAggregate { state, version: stored.version }))
             })
             .collect::<Result<_, StoreError>>()?,
-        ..batch.clone()
+        identifiers: batch.identifiers.clone(),
+        fixtures: batch.fixtures.clone(),
+        party_references: batch.party_references.clone(),
+        checkpoints: batch.checkpoints.clone(),
+        read_set: batch.read_set.clone(),
+        change_feed_retention: batch.change_feed_retention,
     })
 }
 
