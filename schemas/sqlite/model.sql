@@ -4,9 +4,12 @@
 -- states are stored as zstd frames, each compressed with the dictionary of
 -- its kind (read_model::stored_bodies, schemas/dictionaries/), and read
 -- back to the exact JSON written; a value that is not a frame is read as
--- it is. Tables with bodies of a kilobyte or more are rowid tables with a unique key, because SQLite keeps
--- large rows out of WITHOUT ROWID leaves badly; tables of small rows are
--- WITHOUT ROWID so that a lookup is one b-tree search.
+-- it is. Tables whose rows hold a kilobyte or more (a work's documents, the
+-- change feed) are rowid tables, because SQLite keeps large rows out of
+-- WITHOUT ROWID leaves badly. Tables of small rows (under a twentieth of
+-- a page: provenance entries, bulk rows, states, index entries) are
+-- WITHOUT ROWID, so that a lookup or an insert is one b-tree, not a key
+-- index and a table, and the key is stored once.
 --
 -- Only the projector writes here, one transaction per batch, checkpoints
 -- included.
@@ -31,8 +34,8 @@ CREATE TABLE IF NOT EXISTS provenance_entries (
     topic TEXT NOT NULL,
     aggregate_version INTEGER NOT NULL,
     body BLOB NOT NULL,
-    UNIQUE (lcc_id, recorded_at, topic, aggregate_version)
-);
+    PRIMARY KEY (lcc_id, recorded_at, topic, aggregate_version)
+) WITHOUT ROWID;
 
 -- ISWC and ISRC indexes, split by audience so a sandbox key finds sandbox works only.
 CREATE TABLE IF NOT EXISTS identifier_index (
@@ -49,8 +52,8 @@ CREATE TABLE IF NOT EXISTS bulk_rows (
     bucket INTEGER NOT NULL,
     lcc_id TEXT NOT NULL,
     body BLOB NOT NULL,
-    UNIQUE (audience, bucket, lcc_id)
-);
+    PRIMARY KEY (audience, bucket, lcc_id)
+) WITHOUT ROWID;
 
 -- Row count per bulk bucket, kept in the same transaction as bulk_rows.
 CREATE TABLE IF NOT EXISTS bulk_bucket_counts (
@@ -98,8 +101,8 @@ CREATE TABLE IF NOT EXISTS aggregates (
     id TEXT NOT NULL,
     version INTEGER NOT NULL,
     state BLOB NOT NULL,
-    UNIQUE (topic, id)
-);
+    PRIMARY KEY (topic, id)
+) WITHOUT ROWID;
 
 -- Which documents name which party, so a party change reaches all of them.
 CREATE TABLE IF NOT EXISTS party_references (

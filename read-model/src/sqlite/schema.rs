@@ -19,18 +19,24 @@ pub const MODEL_DDL: &str = include_str!("../../../schemas/sqlite/model.sql");
 const MODEL_REVISION_2_UPGRADE: &str = include_str!("../../../schemas/sqlite/model-revision-2.sql");
 /// Records every published work in the change feed that revision 3 adds.
 const MODEL_REVISION_3_UPGRADE: &str = include_str!("../../../schemas/sqlite/model-revision-3.sql");
+/// Moves provenance entries, bulk rows and states into the WITHOUT ROWID tables of revision 4.
+const MODEL_REVISION_4_UPGRADE: &str = include_str!("../../../schemas/sqlite/model-revision-4.sql");
 
 /// The schema revision this binary writes and reads. Revision 2 keeps a
 /// work's four documents in one row (`work_documents`); revision 3 adds the
-/// change feed.
-const SCHEMA_REVISION: i64 = 3;
+/// change feed; revision 4 keeps the tables of small rows WITHOUT ROWID.
+const SCHEMA_REVISION: i64 = 4;
 
 pub(super) fn migrate_catalog(connection: &mut Connection) -> Result<(), StoreError> {
     migrate(connection, CATALOG_DDL, &[])
 }
 
 pub(super) fn migrate_model(connection: &mut Connection) -> Result<(), StoreError> {
-    migrate(connection, MODEL_DDL, &[(1, MODEL_REVISION_2_UPGRADE), (2, MODEL_REVISION_3_UPGRADE)])
+    migrate(
+        connection,
+        MODEL_DDL,
+        &[(1, MODEL_REVISION_2_UPGRADE), (2, MODEL_REVISION_3_UPGRADE), (3, MODEL_REVISION_4_UPGRADE)],
+    )
 }
 
 /// Applies `ddl`, then each upgrade whose revision is the file's, in one
@@ -187,6 +193,63 @@ mod tests {
         let first: i64 =
             connection.query_row("SELECT min(sequence) FROM change_feed", [], |row| row.get(0)).expect("min");
         assert_eq!(first, horizon + 1, "the changes follow the horizon");
+    }
+
+    #[test]
+    fn a_revision_3_model_keeps_its_rows_in_tables_without_rowid_when_upgraded() {
+        let mut connection = Connection::open_in_memory().expect("open");
+        connection
+            .execute_batch(
+                "CREATE TABLE provenance_entries (lcc_id TEXT NOT NULL, recorded_at INTEGER NOT NULL, \
+                     topic TEXT NOT NULL, aggregate_version INTEGER NOT NULL, body BLOB NOT NULL, \
+                     UNIQUE (lcc_id, recorded_at, topic, aggregate_version));
+                 CREATE TABLE bulk_rows (audience TEXT NOT NULL, bucket INTEGER NOT NULL, lcc_id TEXT NOT NULL, \
+                     body BLOB NOT NULL, UNIQUE (audience, bucket, lcc_id));
+                 CREATE TABLE aggregates (topic TEXT NOT NULL, id TEXT NOT NULL, version INTEGER NOT NULL, \
+                     state BLOB NOT NULL, UNIQUE (topic, id));
+                 INSERT INTO provenance_entries VALUES ('LCC-2', 5, 'works', 1, CAST('entry 2' AS BLOB));
+                 INSERT INTO provenance_entries VALUES ('LCC-1', 9, 'rights', 3, CAST('entry 1' AS BLOB));
+                 INSERT INTO bulk_rows VALUES ('production', 3, 'LCC-1', CAST('row 1' AS BLOB));
+                 INSERT INTO aggregates VALUES ('works', 'LCC-1', 4, CAST('state 1' AS BLOB));
+                 INSERT INTO aggregates VALUES ('parties', 'PTY-1', 2, CAST('state 2' AS BLOB));
+                 PRAGMA user_version = 3;",
+            )
+            .expect("revision 3");
+        migrate_model(&mut connection).expect("upgrade");
+        migrate_model(&mut connection).expect("a second migration does nothing");
+        assert_eq!(revision(&connection), SCHEMA_REVISION);
+        let rows = |sql: &str| -> Vec<String> {
+            let mut statement = connection.prepare(sql).expect("prepare");
+            statement.query_map([], |row| row.get(0)).expect("query").collect::<Result<_, _>>().expect("rows")
+        };
+        assert_eq!(
+            rows("SELECT lcc_id || ':' || recorded_at || ':' || topic || ':' || aggregate_version || ':' || \
+                  CAST(body AS TEXT) FROM provenance_entries"),
+            ["LCC-1:9:rights:3:entry 1", "LCC-2:5:works:1:entry 2"]
+        );
+        assert_eq!(
+            rows("SELECT audience || ':' || bucket || ':' || lcc_id || ':' || CAST(body AS TEXT) FROM bulk_rows"),
+            ["production:3:LCC-1:row 1"]
+        );
+        assert_eq!(
+            rows("SELECT topic || ':' || id || ':' || version || ':' || CAST(state AS TEXT) FROM aggregates"),
+            ["parties:PTY-1:2:state 2", "works:LCC-1:4:state 1"]
+        );
+        let with_rowid = rows(
+            "SELECT name FROM sqlite_schema WHERE type = 'table' \
+             AND name IN ('provenance_entries', 'bulk_rows', 'aggregates') AND sql NOT LIKE '%WITHOUT ROWID'",
+        );
+        assert!(with_rowid.is_empty(), "still rowid tables: {with_rowid:?}");
+        let key_indexes = rows("SELECT name FROM sqlite_schema WHERE type = 'index' AND name LIKE 'sqlite_autoindex_%'");
+        assert!(
+            key_indexes.iter().all(|name| ["provenance_entries", "bulk_rows", "aggregates"]
+                .iter()
+                .all(|table| !name.contains(&format!("_{table}_")))),
+            "a key index is left: {key_indexes:?}"
+        );
+        connection
+            .execute("INSERT INTO aggregates VALUES ('works', 'LCC-1', 5, CAST('again' AS BLOB))", [])
+            .expect_err("the key stays unique");
     }
 
     #[test]
