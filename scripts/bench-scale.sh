@@ -11,8 +11,9 @@
 #   with the document cache on and off, beside the constant-body axum
 #   ceiling, in alternating rounds (the median round of three, 64
 #   connections); and the uncached API paced at about half the ceiling's
-#   rate (wrk with a 1 ms pause per connection after each answer), with the
-#   rate it reached and its p99;
+#   rate, as an open loop (query-api/examples/open_loop_load.rs: requests
+#   due on a fixed schedule, latency counted from when each was due), with
+#   the rate it reached, its p99 and its errors;
 # - bulk page 1 against the last full bulk page, and a change-feed page from the
 #   start against one from 1,000 changes before the newest (pages of 1,000,
 #   sequential requests, medians of five alternating rounds of 30);
@@ -46,7 +47,7 @@ if [ "$available_bytes" -lt "$needed_bytes" ]; then
     exit 1
 fi
 
-cargo build --release --quiet -p projector -p query-api --bins --example constant_body_server
+cargo build --release --quiet -p projector -p query-api --bins --example constant_body_server --example open_loop_load
 projector=target/release/projector
 query_api=target/release/query-api
 results="$work_directory/results.jsonl"
@@ -98,13 +99,11 @@ for works in "${sizes[@]}"; do
         load "http://127.0.0.1:$uncached_port" "$size_directory/uncached-$round.txt"
         load "http://127.0.0.1:$ceiling_port" "$size_directory/ceiling-$round.txt"
     done
-    # Paced at about half the ceiling: each connection waits 1 ms after an
-    # answer, and an answer takes about another (the table shows the rate reached).
+    # Open loop at half the ceiling's rate: requests sent on a fixed schedule,
+    # each latency counted from when its request was due.
     ceiling_rate=$(python3 -c "import sys; sys.path.insert(0, 'scripts/bench'); from wrk_rounds import median_round; print(int(median_round('$size_directory', 'ceiling')[0]))" | tail -1)
-    paced_connections=$(( (ceiling_rate / 2) * 2 / 1000 ))
-    [ "$paced_connections" -ge 2 ] || paced_connections=2
-    BENCH_DELAY_MS=1 wrk --threads 2 --connections "$paced_connections" --duration "${seconds}s" --latency \
-        --script scripts/bench/rights-lookups.lua "http://127.0.0.1:$uncached_port" >"$size_directory/paced.txt"
+    target/release/examples/open_loop_load "127.0.0.1:$uncached_port" "$works" $((ceiling_rate / 2)) "$seconds" \
+        "$connections" >"$size_directory/open-loop.json"
 
     echo "== $works works: bulk and feed pages"
     python3 - "$size_directory" "$api_port" "$BENCH_API_KEY" >"$size_directory/pages.json" <<'PY'
@@ -177,7 +176,7 @@ def socket_errors(path):
 # median_round prints every round's rate: to the terminal, not into the results.
 with contextlib.redirect_stdout(sys.stderr):
     cached, uncached, ceiling = (median_round(directory, name) for name in ("cached", "uncached", "ceiling"))
-paced = read_round(f"{directory}/paced.txt")
+open_loop = json.loads(open(f"{directory}/open-loop.json").read())
 during = read_round(f"{directory}/during-rebuild.txt")
 print(json.dumps({
     "works": works,
@@ -186,7 +185,7 @@ print(json.dumps({
     "peak_mib": peak_kib / 1024,
     "store_bytes_per_work": sum(tables.values()) / works,
     "tables_bytes_per_work": {name: size / works for name, size in sorted(tables.items(), key=lambda t: -t[1])},
-    "cached": cached, "uncached": uncached, "ceiling": ceiling, "paced": paced,
+    "cached": cached, "uncached": uncached, "ceiling": ceiling, "open_loop": open_loop,
     "pages": json.loads(open(f"{directory}/pages.json").read()),
     "rebuild_seconds": rebuild_end - rebuild_start,
     "during_rebuild": during,
@@ -204,13 +203,13 @@ python3 - "$results" <<'PY'
 import json, sys
 rows = [json.loads(line) for line in open(sys.argv[1])]
 print()
-print("| works | events/s (peak MiB) | bytes/work | lookups/s cached / uncached / ceiling (uncached ratio) | uncached p50/p99 ms | paced uncached: rate, p99 ms | bulk page 1 / last ms | feed first / newest ms | rebuild s: rate during, p99 ms, failed |")
+print("| works | events/s (peak MiB) | bytes/work | lookups/s cached / uncached / ceiling (uncached ratio) | uncached p50/p99 ms | uncached open loop at half the ceiling: rate, p99 ms, errors | bulk page 1 / last ms | feed first / newest ms | rebuild s: rate during, p99 ms, failed |")
 print("|---|---|---|---|---|---|---|---|---|")
 for row in rows:
-    cached, uncached, ceiling, paced, pages, during = row["cached"], row["uncached"], row["ceiling"], row["paced"], row["pages"], row["during_rebuild"]
+    cached, uncached, ceiling, open_loop, pages, during = row["cached"], row["uncached"], row["ceiling"], row["open_loop"], row["pages"], row["during_rebuild"]
     print(f"| {row['works']:,} | {row['events_per_second']:,.0f} ({row['peak_mib']:.0f}) | {row['store_bytes_per_work']:,.0f} "
           f"| {cached[0]:,.0f} / {uncached[0]:,.0f} / {ceiling[0]:,.0f} ({uncached[0] / ceiling[0]:.2f}) "
-          f"| {uncached[1]:.2f} / {uncached[2]:.2f} | {paced[0]:,.0f}/s, {paced[2]:.2f} "
+          f"| {uncached[1]:.2f} / {uncached[2]:.2f} | {open_loop['rateReached']:,.0f}/s, {open_loop['p99Ms']:.2f}, {open_loop['errors']} "
           f"| {pages['bulk_first']:.2f} / {pages['bulk_last']:.2f} | {pages['feed_first']:.2f} / {pages['feed_newest']:.2f} "
           f"| {row['rebuild_seconds']:.0f}: {during[0]:,.0f}/s, {during[2]:.2f}, {row['during_rebuild_failed']} |")
 for row in rows:

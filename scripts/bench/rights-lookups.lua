@@ -3,14 +3,11 @@
 -- the benchmark issued. The same requests go to the constant-body ceiling.
 -- With BENCH_BATCH=N it sends batches instead: POST /rights/lookup naming N
 -- random works. With BENCH_SUFFIX=/evidence (or another sub-resource) it
--- asks for that document of each random work. With BENCH_DELAY_MS=D each
--- connection waits D ms after every answer, which paces the load at about
--- connections × 1000 / (D + latency) requests per second.
+-- asks for that document of each random work.
 local works = tonumber(os.getenv("BENCH_WORKS") or "100000")
 local key = os.getenv("BENCH_API_KEY") or ""
 local batch = tonumber(os.getenv("BENCH_BATCH") or "0")
 local suffix = os.getenv("BENCH_SUFFIX") or ""
-local delay_ms = tonumber(os.getenv("BENCH_DELAY_MS") or "0")
 local thread_count = 0
 
 function setup(thread)
@@ -39,10 +36,4 @@ function request()
     ids[index] = "\"" .. random_id() .. "\""
   end
   return wrk.format("POST", "/api/v1/public/v1/rights/lookup", nil, "{\"lccIds\":[" .. table.concat(ids, ",") .. "]}")
-end
-
-if delay_ms > 0 then
-  function delay()
-    return delay_ms
-  end
 end

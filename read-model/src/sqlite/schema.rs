@@ -223,8 +223,10 @@ mod tests {
             statement.query_map([], |row| row.get(0)).expect("query").collect::<Result<_, _>>().expect("rows")
         };
         assert_eq!(
-            rows("SELECT lcc_id || ':' || recorded_at || ':' || topic || ':' || aggregate_version || ':' || \
-                  CAST(body AS TEXT) FROM provenance_entries"),
+            rows(
+                "SELECT lcc_id || ':' || recorded_at || ':' || topic || ':' || aggregate_version || ':' || \
+                  CAST(body AS TEXT) FROM provenance_entries"
+            ),
             ["LCC-1:9:rights:3:entry 1", "LCC-2:5:works:1:entry 2"]
         );
         assert_eq!(
@@ -240,7 +242,8 @@ mod tests {
              AND name IN ('provenance_entries', 'bulk_rows', 'aggregates') AND sql NOT LIKE '%WITHOUT ROWID'",
         );
         assert!(with_rowid.is_empty(), "still rowid tables: {with_rowid:?}");
-        let key_indexes = rows("SELECT name FROM sqlite_schema WHERE type = 'index' AND name LIKE 'sqlite_autoindex_%'");
+        let key_indexes =
+            rows("SELECT name FROM sqlite_schema WHERE type = 'index' AND name LIKE 'sqlite_autoindex_%'");
         assert!(
             key_indexes.iter().all(|name| ["provenance_entries", "bulk_rows", "aggregates"]
                 .iter()
