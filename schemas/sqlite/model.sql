@@ -4,12 +4,12 @@
 -- states are stored as zstd frames, each compressed with the dictionary of
 -- its kind (read_model::stored_bodies, schemas/dictionaries/), and read
 -- back to the exact JSON written; a value that is not a frame is read as
--- it is. Tables whose rows hold a kilobyte or more (a work's documents, the
--- change feed) are rowid tables, because SQLite keeps large rows out of
--- WITHOUT ROWID leaves badly. Tables of small rows (under a twentieth of
--- a page: provenance entries, bulk rows, states, index entries) are
--- WITHOUT ROWID, so that a lookup or an insert is one b-tree, not a key
--- index and a table, and the key is stored once.
+-- it is. A work's documents (about a kilobyte a row) are a rowid table,
+-- because SQLite keeps large rows out of WITHOUT ROWID leaves badly. The
+-- tables of small rows that every batch writes (provenance entries, bulk
+-- rows, states, index entries, party references) are WITHOUT ROWID, so that
+-- a lookup or an insert is one b-tree, not a key index and a table, and
+-- the key is stored once. The change feed's key is its rowid.
 --
 -- Only the projector writes here, one transaction per batch, checkpoints
 -- included.
