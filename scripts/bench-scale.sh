@@ -12,8 +12,9 @@
 #   ceiling, in alternating rounds (the median round of three, 64
 #   connections); and the uncached API paced at about half the ceiling's
 #   rate, as an open loop (query-api/examples/open_loop_load.rs: requests
-#   due on a fixed schedule, latency counted from when each was due), with
-#   the rate it reached, its p99 and its errors;
+#   due on a fixed schedule; one that waits for a busy connection counts its
+#   latency from when it was due), with the rate it reached, its p99 and
+#   its errors;
 # - bulk page 1 against the last full bulk page, and a change-feed page from the
 #   start against one from 1,000 changes before the newest (pages of 1,000,
 #   sequential requests, medians of five alternating rounds of 30);
@@ -100,7 +101,7 @@ for works in "${sizes[@]}"; do
         load "http://127.0.0.1:$ceiling_port" "$size_directory/ceiling-$round.txt"
     done
     # Open loop at half the ceiling's rate: requests sent on a fixed schedule,
-    # each latency counted from when its request was due.
+    # a request that waits for a busy connection counted from when it was due.
     ceiling_rate=$(python3 -c "import sys; sys.path.insert(0, 'scripts/bench'); from wrk_rounds import median_round; print(int(median_round('$size_directory', 'ceiling')[0]))" | tail -1)
     target/release/examples/open_loop_load "127.0.0.1:$uncached_port" "$works" $((ceiling_rate / 2)) "$seconds" \
         "$connections" >"$size_directory/open-loop.json"
