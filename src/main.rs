@@ -8,15 +8,12 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
 use projector::contract::Contract;
-use projector::dead_letter::DeadLetterFile;
-use projector::render_deferral::RenderDeferral;
-use projector::runner::{RunOptions, run_file_source};
-use projector::source::file::FileSource;
+use projector::runner::{NoObserver, RunOptions};
+use projector::source_and_sink::{SourceAndSink, SourceOptions, start_source};
 use query_api::config::ServeConfig;
 use query_api::snapshots::run_snapshot_schedule;
 use read_model::sqlite::DEFAULT_DOCUMENT_CACHE_BYTES;
@@ -40,7 +37,7 @@ struct Cli {
     serve: ServeConfig,
 }
 
-/// The projector's allocator (see `projector/src/main.rs`), for both halves.
+/// The projector's allocator (see `projector/src/bin/projector/main.rs`), for both halves.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -64,29 +61,26 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         let _ = stopped.wait_for(|stop| *stop).await;
     };
 
-    let source = FileSource::new(&cli.events_dir, Arc::new(Contract::load()?));
-    source.files().context("failed to read the events directory")?;
-    let dead_letters = DeadLetterFile::open(&cli.data_dir.join("dead-letters").join("service-events.jsonl"))
-        .context("failed to open the dead-letter file")?;
-    let options = RunOptions {
-        change_feed_retention: read_model::change_feed::DEFAULT_RETENTION,
-        batch_size: 5_000,
-        linger: Duration::from_millis(100),
-        exit_when_caught_up: false,
-        poll_interval: Duration::from_secs(1),
-        render_deferral: RenderDeferral::DEFAULT,
-    };
+    let events = format!("file://{}", cli.events_dir.display());
+    let SourceAndSink { feed, dead_letters, .. } = start_source(
+        &events,
+        Arc::new(Contract::load()?),
+        &SourceOptions { channel_capacity: 5_000, ..SourceOptions::in_directory(cli.data_dir.join("dead-letters")) },
+    )
+    .context("failed to start reading the events directory")?;
+    let options = RunOptions { batch_size: 5_000, ..RunOptions::default() };
     let projection_store: Arc<dyn Store> = Arc::new(store.clone());
-    let projection = tokio::spawn(run_file_source(
+    let projection = tokio::spawn(projector::runner::run(
         projection_store,
         version,
-        source,
+        feed,
         dead_letters,
+        Arc::new(NoObserver),
         options,
         wait_for_stop(stopped.clone()),
     ));
 
-    let app = cli.serve.build_app(Arc::new(store), &cli.data_dir)?;
+    let app = query_api::app::App::from_config(&cli.serve, Arc::new(store), &cli.data_dir)?;
     let listener = tokio::net::TcpListener::bind(&cli.serve.listen)
         .await
         .with_context(|| format!("failed to listen on {}", cli.serve.listen))?;
@@ -103,7 +97,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     // The admin listener outlives the public one, so that `/readyz` answers
     // false while requests in flight finish.
     let (stop_admin, admin_stopped) = tokio::sync::oneshot::channel::<()>();
-    let admin_server = tokio::spawn(query_api::server::run_admin(admin, Arc::clone(&app), async move {
+    let admin_server = tokio::spawn(query_api::server::admin::run(admin, Arc::clone(&app), async move {
         let _ = admin_stopped.await;
     }));
     let snapshots = cli.serve.snapshot_schedule(&cli.data_dir, &app.signer).map(|schedule| {

@@ -53,11 +53,6 @@ impl Topic {
             Topic::Parties => include_str!("../../schemas/avro/parties.avsc"),
         }
     }
-
-    /// Whether the aggregate key of this topic is a work's lccId.
-    pub fn is_keyed_by_work(self) -> bool {
-        matches!(self, Topic::Works | Topic::Rights | Topic::Disputes | Topic::Certificates)
-    }
 }
 
 /// The parsed reader schemas of all topics.

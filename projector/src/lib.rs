@@ -9,6 +9,7 @@
 //! It must not serve HTTP reads of documents, and it is the only program that
 //! writes them.
 
+pub mod admin;
 pub mod avro_value;
 pub mod backoff;
 pub mod canonical_form;
@@ -23,3 +24,4 @@ pub mod render_deferral;
 pub mod resolution;
 pub mod runner;
 pub mod source;
+pub mod source_and_sink;

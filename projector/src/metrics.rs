@@ -1,21 +1,17 @@
-//! The projector's Prometheus metrics and its admin listener (`/metrics`,
-//! `/healthz`, `/readyz`), separate from any public port.
+//! The projector's Prometheus metrics, which its admin listener
+//! (`crate::admin`) serves.
 //!
 //! Counters move as batches commit ([`BatchObserver`]); partition gauges
 //! (lag, stalls) and the broker's reachability are read from the consumer's
 //! shared state when scraped, so they are never older than the scrape.
-//! Readiness: the store answers, and for a Kafka source the broker is
-//! reachable and no partition is stalled.
 
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use axum::Router;
 use prometheus::{
     Encoder, GaugeVec, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
     TextEncoder,
 };
-use read_model::{ModelVersion, Store};
+use read_model::ModelVersion;
 
 use crate::runner::{BatchObserver, CommittedBatch};
 use crate::source::kafka::consumer::ConsumerShared;
@@ -167,59 +163,6 @@ impl BatchObserver for ProjectorMetrics {
         self.batch_seconds.observe(committed.latency.as_secs_f64());
         self.documents_awaiting_render.set(i64::try_from(committed.documents_awaiting_render).unwrap_or(i64::MAX));
     }
-}
-
-/// Several observers of one run, told in order.
-#[derive(Debug, Default)]
-pub struct Observers(pub Vec<Arc<dyn BatchObserver>>);
-
-impl BatchObserver for Observers {
-    fn batch_committed(&self, committed: &CommittedBatch<'_>) {
-        for observer in &self.0 {
-            observer.batch_committed(committed);
-        }
-    }
-}
-
-/// What the admin listener reads.
-#[derive(Debug, Clone)]
-pub struct AdminState {
-    pub metrics: Arc<ProjectorMetrics>,
-    pub kafka: Option<Arc<ConsumerShared>>,
-    pub store: Arc<dyn Store>,
-}
-
-/// Why the projector is not ready, if it is not.
-pub async fn readiness(state: &AdminState) -> Result<(), String> {
-    state.store.ping().await.map_err(|error| error.to_string())?;
-    if let Some(kafka) = &state.kafka {
-        if !kafka.broker_reachable.load(Ordering::Relaxed) {
-            return Err("the Kafka broker is not reachable".into());
-        }
-        let stalled: Vec<String> = kafka
-            .board
-            .report()
-            .into_iter()
-            .filter(|report| report.stalled)
-            .map(|report| format!("{}/{}", report.topic, report.partition))
-            .collect();
-        if !stalled.is_empty() {
-            return Err(format!("stalled partitions: {}", stalled.join(", ")));
-        }
-    }
-    Ok(())
-}
-
-/// The admin listener's router (`/metrics`, `/healthz`, `/readyz`).
-pub fn admin_router(state: AdminState) -> Router {
-    let metrics_state = state.clone();
-    telemetry::admin::router(
-        move || metrics_state.metrics.render(metrics_state.kafka.as_deref()),
-        move || {
-            let state = state.clone();
-            async move { readiness(&state).await }
-        },
-    )
 }
 
 #[cfg(test)]

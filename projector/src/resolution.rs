@@ -8,8 +8,8 @@
 //! `WorkAmended`, whose fields all have defaults). Inside the matched branch,
 //! fields, defaults, enums and nested unions resolve by Avro's usual rules.
 //!
-//! Resolving a value with apache-avro walks the whole reader schema first
-//! (about 30,000 instructions an event for ours). A newer writer usually
+//! Resolving a value with apache-avro walks the whole reader schema first,
+//! which costs more than decoding the event. A newer writer usually
 //! changes one event type, or adds one, and writes every other part exactly
 //! as the contract reads it, so the parts that read unchanged are found once,
 //! when the resolver is built, and their values pass through as written.

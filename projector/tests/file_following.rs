@@ -9,8 +9,7 @@ use std::time::Duration;
 
 use projector::contract::Contract;
 use projector::dead_letter::DeadLetterFile;
-use projector::render_deferral::RenderDeferral;
-use projector::runner::{RunOptions, run_file_source};
+use projector::runner::{NoObserver, RunOptions, run};
 use projector::source::file::FileSource;
 use read_model::{DocumentKind, DocumentReads, ModelVersion, Store};
 use support::{Projection, T0, party, published, work};
@@ -53,16 +52,11 @@ async fn a_followed_directory_reads_new_files_and_the_new_records_of_a_grown_fil
     let source = FileSource::new(&followed, Arc::new(Contract::load().expect("contract")));
     let letters = DeadLetterFile::open(&projection.directory.path().join("letters.jsonl")).expect("dead letters");
     let store: Arc<dyn Store> = Arc::new(projection.store.clone());
-    let options = RunOptions {
-        change_feed_retention: read_model::change_feed::DEFAULT_RETENTION,
-        batch_size: 100,
-        linger: Duration::from_millis(10),
-        exit_when_caught_up: false,
-        poll_interval: Duration::from_millis(10),
-        render_deferral: RenderDeferral::DEFAULT,
-    };
+    let options = RunOptions { batch_size: 100, linger: Duration::from_millis(10), ..RunOptions::default() };
     let (shutdown, stopped) = tokio::sync::oneshot::channel::<()>();
-    let run = tokio::spawn(run_file_source(store, ModelVersion(1), source, letters, options, async {
+    let feed = source.start(options.batch_size, Duration::from_millis(10)).expect("reader");
+    let letters = Box::new(letters);
+    let run = tokio::spawn(run(store, ModelVersion(1), feed, letters, Arc::new(NoObserver), options, async {
         let _ = stopped.await;
     }));
     assert!(wait_for_profile(&projection, "LCC-1").await, "the files there at the start");

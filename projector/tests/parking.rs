@@ -12,7 +12,7 @@ use projector::dead_letter::{DeadLetterFile, DeadLetterSink, ParkedEvent};
 use projector::generate::drafts::{Draft, Payload};
 use projector::render_deferral::RenderDeferral;
 use projector::runner::{NoObserver, RunOptions, run};
-use projector::source::file::{FileSource, start_file_feed};
+use projector::source::file::FileSource;
 use read_model::calendar::Timestamp;
 use read_model::{ModelVersion, ProjectionWrites, Store};
 use support::{Projection, T0, party, published, work};
@@ -76,18 +76,15 @@ async fn project_with_poison(render_deferral: RenderDeferral) -> (Vec<Call>, u64
     let file = DeadLetterFile::open(&projection.dead_letter_path(&events)).expect("dead letters");
     let sink = RecordingSink { file, calls: Arc::clone(&calls) };
     let options = RunOptions {
-        change_feed_retention: read_model::change_feed::DEFAULT_RETENTION,
         batch_size: 2,
         linger: Duration::from_secs(3600),
         exit_when_caught_up: true,
-        poll_interval: Duration::from_millis(10),
         render_deferral,
+        ..RunOptions::default()
     };
     let store: Arc<dyn Store> = Arc::new(projection.store.clone());
     let version = ModelVersion(1);
-    let feed = start_file_feed(store.as_ref(), version, source, options.batch_size, options.poll_interval)
-        .await
-        .expect("feed");
+    let feed = source.start(options.batch_size, Duration::from_millis(10)).expect("reader");
     let totals = run(Arc::clone(&store), version, feed, Box::new(sink), Arc::new(NoObserver), options, async {
         std::future::pending::<()>().await;
     })

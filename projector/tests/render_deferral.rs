@@ -232,17 +232,15 @@ async fn deferred_documents_are_rendered_when_their_wait_is_up_even_if_the_sourc
     let feed = scripted_feed(source_id.clone(), events.into_iter().map(SourceMessage::Event).collect());
     let letters = DeadLetterFile::open(&projection.directory.path().join("letters.jsonl")).expect("dead letters");
     let options = RunOptions {
-        change_feed_retention: read_model::change_feed::DEFAULT_RETENTION,
         // One full batch: the source is behind, so its documents wait.
         batch_size: event_count,
         linger: Duration::from_secs(3600),
-        exit_when_caught_up: false,
-        poll_interval: Duration::from_millis(10),
         render_deferral: RenderDeferral {
             max_documents: 1_000,
             max_wait: Duration::from_millis(200),
             ..RenderDeferral::DEFAULT
         },
+        ..RunOptions::default()
     };
     let (shutdown, stopped) = tokio::sync::oneshot::channel::<()>();
     let store: Arc<dyn Store> = Arc::new(projection.store.clone());
@@ -284,17 +282,16 @@ async fn deferred_documents_are_rendered_no_more_than_the_bound_to_a_write() {
     let feed = scripted_feed(source_id, messages);
     let letters = DeadLetterFile::open(&projection.directory.path().join("letters.jsonl")).expect("dead letters");
     let options = RunOptions {
-        change_feed_retention: read_model::change_feed::DEFAULT_RETENTION,
         // One full batch: the source is behind, so its documents wait.
         batch_size: event_count,
         linger: Duration::from_secs(3600),
         exit_when_caught_up: true,
-        poll_interval: Duration::from_millis(10),
         render_deferral: RenderDeferral {
             max_documents: 1_000,
             max_wait: Duration::from_secs(3600),
             max_documents_per_write: 2,
         },
+        ..RunOptions::default()
     };
     let store: Arc<dyn Store> = Arc::new(projection.store.clone());
     let totals = run(store, ModelVersion(1), feed, Box::new(letters), Arc::new(NoObserver), options, async {
@@ -329,17 +326,16 @@ async fn a_linger_cut_keeps_documents_waiting_until_the_source_says_it_has_caugh
     let feed = SourceFeed { source_id, receiver, stop, reader };
     let letters = DeadLetterFile::open(&projection.directory.path().join("letters.jsonl")).expect("dead letters");
     let options = RunOptions {
-        change_feed_retention: read_model::change_feed::DEFAULT_RETENTION,
         // The first three events fill a batch: the source is behind.
         batch_size: events.len(),
         linger: Duration::from_millis(20),
         exit_when_caught_up: true,
-        poll_interval: Duration::from_millis(10),
         render_deferral: RenderDeferral {
             max_documents: 1_000,
             max_wait: Duration::from_secs(3600),
             ..RenderDeferral::DEFAULT
         },
+        ..RunOptions::default()
     };
     let store: Arc<dyn Store> = Arc::new(projection.store.clone());
     let committed = Arc::new(CommittedBatches::default());

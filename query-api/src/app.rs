@@ -1,48 +1,25 @@
-//! The shared state of the service and the access guard every keyed
-//! endpoint runs first: key, then quota, then scope, then audience, all
-//! before any store read.
+//! The shared state every handler reads ([`App`]), built once from the
+//! configuration. Access decisions over it live in `access`.
 
-use std::num::NonZeroU32;
-use std::sync::{Arc, OnceLock};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
-use axum::body::Bytes;
-use axum::http::HeaderMap;
-use axum::response::{IntoResponse, Response};
-use read_model::DocumentReads;
-use read_model::identifiers::{Audience, SANDBOX_PREFIX};
+use anyhow::Context;
+use read_model::{ApiKeys, DocumentReads, Store};
 
-use crate::errors::ApiError;
+use crate::config::{Environment, ServeConfig, Settings};
 use crate::keys::production::ProductionKeys;
-use crate::keys::sandbox::{SandboxKeyError, SandboxKeys};
-use crate::keys::{KeyKind, Principal, Scope};
-use crate::rate_limit::{RateDecision, RateLimits};
+use crate::keys::sandbox::SandboxKeys;
+use crate::metered_reads::MeteredReads;
+use crate::metrics::Metrics;
+use crate::open_files::raise_open_file_limit;
+use crate::rate_limit::RateLimits;
+use crate::signing::Signer;
+use crate::snapshots::SnapshotLibrary;
 
-/// Where the service runs: interactive documentation only outside production.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Environment {
-    Development,
-    Sandbox,
-    Production,
-}
-
-/// Settings that shape responses.
-#[derive(Debug, Clone)]
-pub struct Settings {
-    /// The public origin, for links in responses (`https://api.example.org`).
-    pub public_base_url: String,
-    pub environment: Environment,
-    /// Requests per minute for clients without a key of their own quota.
-    pub default_rate_limit: u32,
-    /// Largest `limit` the bulk endpoint accepts.
-    pub bulk_max_limit: u32,
-    /// Whether requests come through a proxy that appends the client's
-    /// address to `X-Forwarded-For` (see `routes::ClientAddress`).
-    pub trust_x_forwarded_for: bool,
-    /// The address OAI-PMH's `Identify` names for the repository's administrator.
-    pub oai_admin_email: String,
-    /// Timeouts and caps of the public listener's connections.
-    pub connections: crate::server::ConnectionSettings,
-}
+/// The base path of every public endpoint.
+pub const BASE_PATH: &str = "/api/v1/public/v1";
 
 /// Everything a request handler needs.
 pub struct App {
@@ -51,19 +28,16 @@ pub struct App {
     pub sandbox_keys: SandboxKeys,
     pub rate_limits: RateLimits,
     pub settings: Settings,
-    pub metrics: Arc<crate::metrics::Metrics>,
+    pub metrics: Arc<Metrics>,
     /// Signs evidence packages and publishes the key sets at `/keys`.
-    pub signer: Arc<crate::signing::Signer>,
+    pub signer: Arc<Signer>,
     /// The catalogue snapshots served under `/bulk/snapshots`.
-    pub snapshots: crate::snapshots::SnapshotLibrary,
+    pub snapshots: SnapshotLibrary,
     /// The calendar time of answers computed at request time (a remaining
     /// term, a verification date): the system's, or a manual one in tests.
     pub clock: read_model::clock::Clock,
     /// Set once shutdown begins: `/readyz` answers 503 from then on.
-    pub draining: Arc<std::sync::atomic::AtomicBool>,
-    /// The served OpenAPI document, serialized by `routes::router` the first
-    /// time it builds the router for this state (it depends on the settings).
-    pub openapi_document: OnceLock<Bytes>,
+    pub draining: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for App {
@@ -72,135 +46,30 @@ impl std::fmt::Debug for App {
     }
 }
 
-/// The base path of every public endpoint.
-pub const BASE_PATH: &str = "/api/v1/public/v1";
-
-/// A request that passed the access checks, and its quota state.
-#[derive(Debug)]
-pub struct Granted {
-    pub principal: Principal,
-    pub rate: RateDecision,
-}
-
-impl Granted {
-    /// The audience this caller may read.
-    pub fn audience(&self) -> Audience {
-        match self.principal.kind {
-            KeyKind::Production => Audience::Production,
-            KeyKind::Sandbox => Audience::Sandbox,
-        }
-    }
-
-    /// The handler's answer with the rate-limit headers added.
-    fn respond(&self, result: Result<Response, ApiError>) -> Response {
-        with_rate_headers(result.unwrap_or_else(IntoResponse::into_response), &self.rate)
-    }
-}
-
-pub fn with_rate_headers(mut response: Response, rate: &RateDecision) -> Response {
-    rate.write_headers(response.headers_mut());
-    response
-}
-
-/// Seconds since the Unix epoch, for sandbox key expiry.
-pub fn now_unix() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|elapsed| elapsed.as_secs()).unwrap_or(0)
-}
-
 impl App {
-    /// Authenticates the caller and checks quota, scope and audience.
-    ///
-    /// `record` is the record id the request names, if any: a sandbox key
-    /// naming a production id is refused here, before any store read.
-    /// `cost` is how many requests this one counts as (a batch of lookups).
-    #[allow(clippy::result_large_err)]
-    async fn authorize(
-        &self,
-        headers: &HeaderMap,
-        scope: Scope,
-        record: Option<&str>,
-        cost: NonZeroU32,
-    ) -> Result<Granted, Response> {
-        let principal = self.authenticate(headers).await.map_err(IntoResponse::into_response)?;
-        let rate = self.rate_limits.check_cost(&principal.key_id, principal.rate_limit, cost);
-        let refuse = |error: ApiError| with_rate_headers(error.into_response(), &rate);
-        if let Some(retry_after) = rate.retry_after {
-            if cost.get() > principal.rate_limit {
-                return Err(refuse(ApiError::BatchOverQuota { cost: cost.get(), limit: principal.rate_limit }));
-            }
-            return Err(refuse(ApiError::RateLimited { retry_after }));
-        }
-        if !principal.scopes.contains(scope) {
-            return Err(refuse(ApiError::InsufficientScope(scope.name())));
-        }
-        if principal.kind == KeyKind::Sandbox && record.is_some_and(|id| !id.starts_with(SANDBOX_PREFIX)) {
-            return Err(refuse(ApiError::SandboxKeyOnProductionRecord));
-        }
-        Ok(Granted { principal, rate })
-    }
-
-    /// Answers a keyed request: runs `answer` once `App::authorize` lets
-    /// the caller through and adds the rate-limit headers to what it returns,
-    /// error or not; a refused caller gets the refusal and `answer` never runs.
-    pub async fn answer_authorized(
-        &self,
-        headers: &HeaderMap,
-        scope: Scope,
-        record: Option<&str>,
-        answer: impl AsyncFnOnce(&Granted) -> Result<Response, ApiError>,
-    ) -> Response {
-        self.answer_authorized_costing(headers, scope, record, NonZeroU32::MIN, answer).await
-    }
-
-    /// [`App::answer_authorized`] for a request that counts as `cost` requests.
-    pub async fn answer_authorized_costing(
-        &self,
-        headers: &HeaderMap,
-        scope: Scope,
-        record: Option<&str>,
-        cost: NonZeroU32,
-        answer: impl AsyncFnOnce(&Granted) -> Result<Response, ApiError>,
-    ) -> Response {
-        match self.authorize(headers, scope, record, cost).await {
-            Ok(granted) => granted.respond(answer(&granted).await),
-            Err(refused) => refused,
-        }
-    }
-
-    async fn authenticate(&self, headers: &HeaderMap) -> Result<Principal, ApiError> {
-        let key = headers
-            .get("x-api-key")
-            .ok_or(ApiError::MissingApiKey)?
-            .to_str()
-            .map_err(|_| ApiError::InvalidApiKey)?
-            .trim();
-        if key.is_empty() {
-            return Err(ApiError::MissingApiKey);
-        }
-        if SandboxKeys::is_sandbox_key(key) {
-            return self.sandbox_keys.verify(key, now_unix()).map_err(|error| match error {
-                SandboxKeyError::Expired => ApiError::ExpiredApiKey,
-                SandboxKeyError::Malformed | SandboxKeyError::BadSignature => ApiError::InvalidApiKey,
-            });
-        }
-        match self.production_keys.authenticate(key).await {
-            Ok(Some(principal)) => Ok(principal),
-            Ok(None) => Err(ApiError::InvalidApiKey),
-            Err(error) => {
-                tracing::error!(%error, "key store unavailable");
-                Err(ApiError::Unavailable)
-            }
-        }
-    }
-
-    /// Quota check for endpoints that take no key, per client address.
-    #[allow(clippy::result_large_err)]
-    pub fn limit_anonymous(&self, client: &str) -> Result<RateDecision, Response> {
-        let rate = self.rate_limits.check(&format!("address:{client}"), self.settings.default_rate_limit);
-        match rate.retry_after {
-            Some(retry_after) => Err(with_rate_headers(ApiError::RateLimited { retry_after }.into_response(), &rate)),
-            None => Ok(rate),
-        }
+    /// The application state over `store`, whose production keys it reads;
+    /// a generated sandbox key secret and keyring are kept in `data_dir`.
+    /// Spawns the tasks that keep the keys fresh, so it runs on a Tokio runtime.
+    pub fn from_config(config: &ServeConfig, store: Arc<dyn Store>, data_dir: &Path) -> anyhow::Result<Arc<App>> {
+        let secret = config.sandbox_key_secret(data_dir)?;
+        let keys: Arc<dyn ApiKeys> = store.clone();
+        let production_keys = ProductionKeys::start(keys);
+        let reads: Arc<dyn DocumentReads> = store;
+        let metrics = Arc::new(Metrics::new().context("failed to register metrics")?);
+        let signer = config.signing_keys.open(data_dir, config.environment != Environment::Production)?;
+        signer.keep_reloaded();
+        Ok(Arc::new(App {
+            store: Arc::new(MeteredReads { inner: reads, metrics: Arc::clone(&metrics) }),
+            metrics,
+            production_keys,
+            sandbox_keys: SandboxKeys::new(&secret, config.sandbox_key_days * 86_400, config.default_rate_limit),
+            rate_limits: RateLimits::new(config.default_rate_limit),
+            settings: config.settings(&raise_open_file_limit()),
+            snapshots: config.snapshot_library(data_dir),
+            signer,
+            draining: Default::default(),
+            clock: read_model::clock::Clock::system(),
+        }))
     }
 
     /// The absolute URL of a path under the public base path.

@@ -1,24 +1,76 @@
 //! The service's configuration: flags with environment fallbacks and
-//! defaults that work on one machine. Shared by `query-api serve` and the
-//! single-machine `rights-service` binary.
+//! defaults that work on one machine, and the settings they become. Shared
+//! by `query-api serve` and the single-machine `rights-service` binary.
+//!
+//! It knows nothing of the application state or the router: `App` is built
+//! from it, and the server reads its connection settings.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use read_model::{ApiKeys, DocumentReads, Store};
 
-use crate::app::{App, Environment, Settings};
-use crate::keys::production::ProductionKeys;
-use crate::keys::sandbox::SandboxKeys;
 use crate::keys::sandbox::secret_kept_in;
-use crate::metrics::{MeteredReads, Metrics};
-use crate::rate_limit::RateLimits;
-use crate::server::ConnectionSettings;
-use crate::server::open_files::{OpenFileLimits, raise_open_file_limit};
+use crate::open_files::OpenFileLimits;
 use crate::signing::{KeyringSource, Signer, keyring_kept_in};
 use crate::snapshots::{DEFAULT_ROWS_PER_FILE, SnapshotLibrary, SnapshotSchedule};
+
+/// Where the service runs: interactive documentation only outside production.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Environment {
+    Development,
+    Sandbox,
+    Production,
+}
+
+/// Settings that shape responses.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The public origin, for links in responses (`https://api.example.org`).
+    pub public_base_url: String,
+    pub environment: Environment,
+    /// Requests per minute for clients without a key of their own quota.
+    pub default_rate_limit: u32,
+    /// Largest `limit` the bulk endpoint accepts.
+    pub bulk_max_limit: u32,
+    /// Whether requests come through a proxy that appends the client's
+    /// address to `X-Forwarded-For` (see `routes::ClientAddress`).
+    pub trust_x_forwarded_for: bool,
+    /// The address OAI-PMH's `Identify` names for the repository's administrator.
+    pub oai_admin_email: String,
+    /// Timeouts and caps of the public listener's connections.
+    pub connections: ConnectionSettings,
+}
+
+/// How the public listener treats connections.
+#[derive(Debug, Clone)]
+pub struct ConnectionSettings {
+    /// A connection whose request head has not fully arrived this long after
+    /// it opened, or after its previous answer, is closed.
+    pub header_read_timeout: Duration,
+    /// A request whose answer is not ready within this is answered 503
+    /// (`request_timeout`); a streamed body may take longer.
+    pub request_timeout: Duration,
+    /// Connections open at once, in all.
+    pub max_connections: usize,
+    /// Connections open at once from one client address.
+    pub max_connections_per_address: usize,
+    /// How long requests in flight may finish once shutdown begins.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for ConnectionSettings {
+    fn default() -> ConnectionSettings {
+        ConnectionSettings {
+            header_read_timeout: Duration::from_secs(10),
+            request_timeout: Duration::from_secs(30),
+            max_connections: 10_000,
+            max_connections_per_address: 256,
+            shutdown_grace: Duration::from_secs(10),
+        }
+    }
+}
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct ServeConfig {
@@ -183,45 +235,30 @@ impl ServeConfig {
         }
     }
 
-    /// The application state over `store`, whose production keys it reads;
-    /// a generated sandbox key secret is kept in `data_dir`. Spawns the task
-    /// that keeps the keys fresh, so it runs on a Tokio runtime.
-    pub fn build_app(&self, store: Arc<dyn Store>, data_dir: &Path) -> anyhow::Result<Arc<App>> {
-        let secret = match (&self.sandbox_key_secret, self.environment) {
-            (Some(secret), _) => secret.clone().into_bytes(),
+    /// The settings that shape responses; `open_files` bounds the connection cap.
+    pub fn settings(&self, open_files: &OpenFileLimits) -> Settings {
+        Settings {
+            public_base_url: self.public_base_url.clone(),
+            environment: self.environment,
+            default_rate_limit: self.default_rate_limit,
+            bulk_max_limit: self.bulk_max_limit,
+            trust_x_forwarded_for: self.trust_x_forwarded_for,
+            oai_admin_email: self.oai_admin_email.clone(),
+            connections: self.connection_settings(open_files),
+        }
+    }
+
+    /// The secret that signs sandbox keys: the one given, or outside
+    /// production one generated once and kept in `data_dir`.
+    pub fn sandbox_key_secret(&self, data_dir: &Path) -> anyhow::Result<Vec<u8>> {
+        match (&self.sandbox_key_secret, self.environment) {
+            (Some(secret), _) => Ok(secret.clone().into_bytes()),
             (None, Environment::Production) => {
                 bail!("--sandbox-key-secret (LCC_SANDBOX_KEY_SECRET) is required in production")
             }
             (None, _) => secret_kept_in(data_dir)
-                .with_context(|| format!("failed to keep a sandbox key secret in {}", data_dir.display()))?,
-        };
-        let keys: Arc<dyn ApiKeys> = store.clone();
-        let production_keys = ProductionKeys::start(keys);
-        let reads: Arc<dyn DocumentReads> = store;
-        let metrics = Arc::new(Metrics::new().context("failed to register metrics")?);
-        let signer = self.signing_keys.open(data_dir, self.environment != Environment::Production)?;
-        signer.keep_reloaded();
-        Ok(Arc::new(App {
-            store: Arc::new(MeteredReads { inner: reads, metrics: Arc::clone(&metrics) }),
-            metrics,
-            production_keys,
-            sandbox_keys: SandboxKeys::new(&secret, self.sandbox_key_days * 86_400, self.default_rate_limit),
-            rate_limits: RateLimits::new(self.default_rate_limit),
-            settings: Settings {
-                public_base_url: self.public_base_url.clone(),
-                environment: self.environment,
-                default_rate_limit: self.default_rate_limit,
-                bulk_max_limit: self.bulk_max_limit,
-                trust_x_forwarded_for: self.trust_x_forwarded_for,
-                oai_admin_email: self.oai_admin_email.clone(),
-                connections: self.connection_settings(&raise_open_file_limit()),
-            },
-            snapshots: self.snapshot_library(data_dir),
-            signer,
-            draining: Default::default(),
-            clock: read_model::clock::Clock::system(),
-            openapi_document: Default::default(),
-        }))
+                .with_context(|| format!("failed to keep a sandbox key secret in {}", data_dir.display())),
+        }
     }
 }
 

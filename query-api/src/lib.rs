@@ -1,12 +1,13 @@
 //! The query API: the stateless public HTTP service over the read model.
 //!
 //! It owns HTTP: routing ([`routes`]), access (keys, scopes and sandbox rules
-//! in [`app`] and [`keys`]), rate limits ([`rate_limit`]) and the error
+//! in [`access`] and [`keys`]), rate limits ([`rate_limit`]) and the error
 //! boundary ([`errors`]), and a span per request ([`request_tracing`]). It
 //! reads documents through `read_model::DocumentReads` only, and never decodes Avro or writes
 //! documents; the only things it writes are operator-issued production keys,
 //! catalogue snapshots and its signing keyring ([`signing`]).
 
+pub mod access;
 pub mod app;
 pub mod compression;
 pub mod conditional;
@@ -15,8 +16,10 @@ pub mod cross_origin;
 pub mod errors;
 pub mod http_date;
 pub mod keys;
+pub mod metered_reads;
 pub mod metrics;
 pub mod oai;
+pub mod open_files;
 pub mod provenance_chain;
 pub mod rate_limit;
 pub mod request_timeout;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
-use query_api::app::Environment;
+use query_api::config::Environment;
 use query_api::config::{ServeConfig, SigningKeysArguments};
 use query_api::keys::Scopes;
 use query_api::keys::production::ProductionKeys;
@@ -302,7 +302,7 @@ async fn serve(arguments: ServeArguments) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("failed to open the {}", arguments.store.describe()))?;
     tracing::info!(store = %arguments.store.describe(), "reading the read model");
-    let app = arguments.config.build_app(store, &arguments.store.data_dir)?;
+    let app = query_api::app::App::from_config(&arguments.config, store, &arguments.store.data_dir)?;
     let listener = tokio::net::TcpListener::bind(&arguments.config.listen)
         .await
         .with_context(|| format!("failed to listen on {}", arguments.config.listen))?;
@@ -318,7 +318,7 @@ async fn serve(arguments: ServeArguments) -> anyhow::Result<()> {
     // The admin listener outlives the public one, so that `/readyz` answers
     // false while requests in flight finish.
     let (stop_admin, admin_stopped) = tokio::sync::oneshot::channel::<()>();
-    let admin_server = tokio::spawn(query_api::server::run_admin(admin, Arc::clone(&app), async move {
+    let admin_server = tokio::spawn(query_api::server::admin::run(admin, Arc::clone(&app), async move {
         let _ = admin_stopped.await;
     }));
     let snapshots = arguments.config.snapshot_schedule(&arguments.store.data_dir, &app.signer).map(|schedule| {

@@ -1,15 +1,12 @@
-//! Prometheus metrics of the public API, and the admin listener that serves
-//! them with liveness and readiness, apart from the public listener.
+//! Prometheus metrics of the public API, rendered for the admin listener
+//! (`server::admin`).
 //!
 //! Routes are labelled by their template (`/rights/{lccId}`), never by the
 //! concrete path, so label cardinality stays fixed.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
-use async_trait::async_trait;
-use axum::Router;
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::StatusCode;
 use axum::middleware::Next;
@@ -18,12 +15,7 @@ use prometheus::{
     Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
     TextEncoder,
 };
-use read_model::change_feed::{ChangeFeedBounds, ChangeItem, ChangeQuery, ChangesRead};
-use read_model::identifiers::Audience;
-use read_model::{
-    Body, BulkKey, BulkPage, DocumentCacheStatistics, DocumentKind, DocumentReads, IdentifierKind, ModelVersion,
-    StoreError,
-};
+use read_model::DocumentCacheStatistics;
 
 /// The service's metrics.
 #[derive(Debug)]
@@ -154,7 +146,8 @@ impl Metrics {
         String::from_utf8(buffer).unwrap_or_default()
     }
 
-    fn observe_store(&self, operation: &str) -> Histogram {
+    /// The timer of one store read, by operation (`lcc_store_read_duration_seconds`).
+    pub fn observe_store(&self, operation: &str) -> Histogram {
         self.store_latency.with_label_values(&[operation])
     }
 }
@@ -176,113 +169,6 @@ pub async fn track(State(metrics): State<Arc<Metrics>>, request: Request, next: 
         _ => {}
     }
     response
-}
-
-/// The admin listener's router: `/metrics`, `/healthz`, `/readyz` (the
-/// store answers, and the public listener is not draining for shutdown).
-pub fn admin_router(metrics: Arc<Metrics>, store: Arc<dyn DocumentReads>, draining: Arc<AtomicBool>) -> Router {
-    let scraped_store = Arc::clone(&store);
-    telemetry::admin::router(
-        move || {
-            if let Some(statistics) = scraped_store.document_cache_statistics() {
-                metrics.record_document_cache(statistics);
-            }
-            metrics.render()
-        },
-        move || {
-            let store = Arc::clone(&store);
-            let draining = draining.load(Ordering::Acquire);
-            async move {
-                if draining {
-                    return Err("shutting down: the public listener no longer accepts connections".to_owned());
-                }
-                store.ping().await.map_err(|error| error.to_string())
-            }
-        },
-    )
-}
-
-/// A store decorator that times every read into `lcc_store_read_duration_seconds`.
-pub struct MeteredReads {
-    pub inner: Arc<dyn DocumentReads>,
-    pub metrics: Arc<Metrics>,
-}
-
-impl std::fmt::Debug for MeteredReads {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter.debug_struct("MeteredReads").finish_non_exhaustive()
-    }
-}
-
-#[async_trait]
-impl DocumentReads for MeteredReads {
-    async fn document(&self, kind: DocumentKind, key: &str) -> Result<Option<Body>, StoreError> {
-        let _timer = self.metrics.observe_store(kind.table()).start_timer();
-        self.inner.document(kind, key).await
-    }
-
-    async fn provenance(&self, lcc_id: &str) -> Result<Vec<Body>, StoreError> {
-        let _timer = self.metrics.observe_store("provenance").start_timer();
-        self.inner.provenance(lcc_id).await
-    }
-
-    async fn works_by_identifier(
-        &self,
-        kind: IdentifierKind,
-        code: &str,
-        audience: Audience,
-    ) -> Result<Vec<String>, StoreError> {
-        let _timer = self.metrics.observe_store("identifier_index").start_timer();
-        self.inner.works_by_identifier(kind, code, audience).await
-    }
-
-    async fn bulk_page(&self, audience: Audience, offset: u64, limit: u32) -> Result<BulkPage, StoreError> {
-        let _timer = self.metrics.observe_store("bulk_page").start_timer();
-        self.inner.bulk_page(audience, offset, limit).await
-    }
-
-    async fn bulk_rows_after(
-        &self,
-        audience: Audience,
-        after: Option<&BulkKey>,
-        limit: u32,
-    ) -> Result<Vec<(BulkKey, Body)>, StoreError> {
-        let _timer = self.metrics.observe_store("bulk_rows").start_timer();
-        self.inner.bulk_rows_after(audience, after, limit).await
-    }
-
-    async fn changes(&self, query: &ChangeQuery) -> Result<ChangesRead, StoreError> {
-        let _timer = self.metrics.observe_store("change_feed").start_timer();
-        self.inner.changes(query).await
-    }
-
-    async fn latest_change(
-        &self,
-        audience: Audience,
-        lcc_id: &str,
-    ) -> Result<Option<(ModelVersion, ChangeItem)>, StoreError> {
-        let _timer = self.metrics.observe_store("change_feed_latest").start_timer();
-        self.inner.latest_change(audience, lcc_id).await
-    }
-
-    async fn change_feed_bounds(&self, audience: Audience) -> Result<ChangeFeedBounds, StoreError> {
-        let _timer = self.metrics.observe_store("change_feed_bounds").start_timer();
-        self.inner.change_feed_bounds(audience).await
-    }
-
-    async fn sandbox_fixtures(&self) -> Result<Vec<Body>, StoreError> {
-        let _timer = self.metrics.observe_store("sandbox_fixtures").start_timer();
-        self.inner.sandbox_fixtures().await
-    }
-
-    async fn ping(&self) -> Result<(), StoreError> {
-        let _timer = self.metrics.observe_store("ping").start_timer();
-        self.inner.ping().await
-    }
-
-    fn document_cache_statistics(&self) -> Option<DocumentCacheStatistics> {
-        self.inner.document_cache_statistics()
-    }
 }
 
 #[cfg(test)]

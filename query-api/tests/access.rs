@@ -169,20 +169,19 @@ async fn the_rate_limit_allows_exactly_its_count_then_answers_429() {
     assert_eq!(headers["content-type"], "application/problem+json");
 }
 
-/// Sends `GET /sandbox/fixtures` to `app` as the client `forwarded_for` behind a proxy.
-async fn fixtures_for(app: &std::sync::Arc<query_api::app::App>, forwarded_for: &str) -> StatusCode {
+/// Sends `GET /sandbox/fixtures` to `router` as the client `forwarded_for` behind a proxy.
+async fn fixtures_for(router: &axum::Router, forwarded_for: &str) -> StatusCode {
     let request = Request::get(format!("{BASE}/sandbox/fixtures"))
         .header("x-forwarded-for", forwarded_for)
         .body(Body::empty())
         .expect("request");
-    let response = query_api::routes::router(std::sync::Arc::clone(app)).oneshot(request).await.expect("infallible");
-    response.status()
+    router.clone().oneshot(request).await.expect("infallible").status()
 }
 
 #[tokio::test]
 async fn behind_a_trusted_proxy_anonymous_limits_count_per_forwarded_client() {
     let service = Service::start().await;
-    let proxied = service.behind_a_proxy();
+    let proxied = query_api::routes::router(service.behind_a_proxy());
     for _ in 0..60 {
         assert_eq!(fixtures_for(&proxied, "10.0.0.1, 198.51.100.1").await, StatusCode::OK);
     }
@@ -190,7 +189,7 @@ async fn behind_a_trusted_proxy_anonymous_limits_count_per_forwarded_client() {
     assert_eq!(fixtures_for(&proxied, "198.51.100.2").await, StatusCode::OK, "another client has its own quota");
 
     // Without the flag the header is ignored, so a client cannot mint quotas by forging it.
-    let direct = &service.app;
+    let direct = &service.router;
     for index in 0..60 {
         assert_eq!(fixtures_for(direct, &format!("198.51.100.{index}")).await, StatusCode::OK);
     }

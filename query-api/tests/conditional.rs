@@ -127,13 +127,13 @@ async fn an_answer_computed_at_request_time_gets_a_new_tag_when_the_day_changes_
     let key = service.sandbox_key();
     for suffix in ["/verify", "/evidence"] {
         let clock = read_model::clock::Clock::manual();
-        let app = service.with_clock(clock.clone());
+        let app = router(service.with_clock(clock.clone()));
         let get = |tag: Option<String>| {
             let mut request = Request::get(format!("{BASE}/rights/SANDBOX-LCC-0003{suffix}")).header("x-api-key", &key);
             if let Some(tag) = tag {
                 request = request.header("if-none-match", tag);
             }
-            router(Arc::clone(&app)).oneshot(request.body(Body::empty()).expect("request"))
+            app.clone().oneshot(request.body(Body::empty()).expect("request"))
         };
         let first = get(None).await.expect("infallible");
         assert_eq!(first.status(), StatusCode::OK, "{suffix}");

@@ -224,7 +224,6 @@ async fn a_store_without_an_active_model_answers_503_and_recovers_without_restar
         signer: Arc::clone(&service.app.signer),
         draining: Default::default(),
         clock: service.app.clock.clone(),
-        openapi_document: Default::default(),
     });
     let get = |app: Arc<query_api::app::App>, key: String| async move {
         let request =

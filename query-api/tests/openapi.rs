@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use query_api::app::Environment;
+use query_api::config::Environment;
 use query_api::keys::Scope;
 use query_api::routes::router;
 use serde_json::{Value, json};

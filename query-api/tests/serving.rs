@@ -17,7 +17,7 @@ use tower::ServiceExt;
 async fn readiness(service: &Service) -> StatusCode {
     let app = &service.app;
     let admin =
-        query_api::metrics::admin_router(Arc::clone(&app.metrics), Arc::clone(&app.store), Arc::clone(&app.draining));
+        query_api::server::admin::router(Arc::clone(&app.metrics), Arc::clone(&app.store), Arc::clone(&app.draining));
     admin.oneshot(Request::get("/readyz").body(Body::empty()).expect("request")).await.expect("infallible").status()
 }
 

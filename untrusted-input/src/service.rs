@@ -22,8 +22,7 @@ use http_body_util::BodyExt;
 use projector::contract::Contract;
 use projector::dead_letter::DeadLetterFile;
 use projector::generate::{GenerateOptions, generate};
-use projector::render_deferral::RenderDeferral;
-use projector::runner::{RunOptions, run_file_source};
+use projector::runner::{NoObserver, RunOptions, run};
 use projector::source::file::FileSource;
 use query_api::app::BASE_PATH;
 use query_api::config::ServeConfig;
@@ -160,20 +159,19 @@ async fn serve(directory: &Path) -> anyhow::Result<(Router, [String; 3], Vec<Str
     generate(&GenerateOptions { works: 40, seed: 11, events_per_segment: 1_000, sandbox: false }, &generated)?;
     for (events, letters) in [(repository::sandbox_events(), "sandbox.jsonl"), (generated, "production.jsonl")] {
         let options = RunOptions {
-            change_feed_retention: read_model::change_feed::DEFAULT_RETENTION,
             batch_size: 5_000,
             linger: Duration::from_millis(10),
             exit_when_caught_up: true,
-            poll_interval: Duration::from_millis(10),
-            render_deferral: RenderDeferral::DEFAULT,
+            ..RunOptions::default()
         };
         let source = FileSource::new(&events, Arc::new(Contract::load()?));
         let letters = DeadLetterFile::open(&directory.join(letters))?;
         let store: Arc<dyn Store> = Arc::new(store.clone());
-        run_file_source(store, version, source, letters, options, std::future::pending()).await?;
+        let feed = source.start(options.batch_size, Duration::from_millis(10))?;
+        run(store, version, feed, Box::new(letters), Arc::new(NoObserver), options, std::future::pending()).await?;
     }
     let flags = Flags::try_parse_from(FLAGS)?;
-    let app = flags.serve.build_app(Arc::new(store.clone()), &data)?;
+    let app = query_api::app::App::from_config(&flags.serve, Arc::new(store.clone()), &data)?;
     let mut snapshot_ids = Vec::new();
     for audience in [Audience::Sandbox, Audience::Production] {
         let manifest = query_api::snapshots::cut_snapshot(&store, &app.snapshots, &app.signer, audience, 10).await?;

@@ -39,11 +39,6 @@ impl Random {
         self.next_u64() % 10_000 < u64::from(percent) * 100
     }
 
-    /// True with probability `per_mille` / 1000.
-    pub fn chance_per_mille(&mut self, per_mille: u32) -> bool {
-        self.next_u64() % 1_000 < u64::from(per_mille)
-    }
-
     pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
         &items[(self.next_u64() % items.len() as u64) as usize]
     }

@@ -3,6 +3,7 @@
 //! observer must not block the loop, and it learns of a batch only once the
 //! store has it.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use read_model::Checkpoint;
@@ -35,4 +36,16 @@ pub struct NoObserver;
 
 impl BatchObserver for NoObserver {
     fn batch_committed(&self, _: &CommittedBatch<'_>) {}
+}
+
+/// Several observers of one run, told in order.
+#[derive(Debug, Default)]
+pub struct Observers(pub Vec<Arc<dyn BatchObserver>>);
+
+impl BatchObserver for Observers {
+    fn batch_committed(&self, committed: &CommittedBatch<'_>) {
+        for observer in &self.0 {
+            observer.batch_committed(committed);
+        }
+    }
 }

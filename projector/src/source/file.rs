@@ -17,10 +17,9 @@ use std::time::Duration;
 
 use anyhow::Context;
 use apache_avro::Reader;
-use read_model::{ModelVersion, ProjectionWrites};
 use tokio::sync::mpsc;
 
-use super::{Position, Rejection, SourceFeed, SourceMessage, SourcedEvent, event_from_value};
+use super::{Position, Rejection, SourceFeed, SourceMessage, SourcedEvent, checkpoints_from_loop, event_from_value};
 use crate::contract::{Contract, Topic};
 use crate::resolution::Resolver;
 
@@ -49,6 +48,22 @@ impl FileSource {
     /// The id under which this source's checkpoints are stored.
     pub fn source_id(&self) -> &str {
         &self.source_id
+    }
+
+    /// Starts the reader thread: every file from its checkpoint on (asked of
+    /// the loop, as every source does), then, when following, new files and
+    /// grown ones, looked for every `poll_interval`. `channel_capacity` events
+    /// wait in the channel while the loop projects (a batch's worth).
+    pub fn start(self, channel_capacity: usize, poll_interval: Duration) -> anyhow::Result<SourceFeed> {
+        let (sender, receiver) = mpsc::channel(channel_capacity.max(1));
+        let stop = Arc::new(AtomicBool::new(false));
+        let source_id = self.source_id.clone();
+        let reader_stop = Arc::clone(&stop);
+        let reader = std::thread::Builder::new()
+            .name("file-source".into())
+            .spawn(move || read_files(&self, &sender, &reader_stop, poll_interval))
+            .context("failed to start the file reader")?;
+        Ok(SourceFeed { source_id, receiver, stop, reader })
     }
 
     /// The `.avro` files of the directory, in name order.
@@ -193,47 +208,14 @@ impl FileProgress {
     }
 }
 
-/// Starts the file reader thread: every file from its checkpoint in the
-/// store on, then (when following) new files as they appear.
-///
-/// `channel_capacity` events wait in the channel while the loop projects
-/// (a batch's worth); `poll_interval` is how often a following reader looks
-/// for new files.
-pub async fn start_file_feed(
-    store: &dyn ProjectionWrites,
-    version: ModelVersion,
-    source: FileSource,
-    channel_capacity: usize,
-    poll_interval: Duration,
-) -> anyhow::Result<SourceFeed> {
-    let checkpoints = store
-        .checkpoints(version, source.source_id())
-        .await
-        .context("failed to read checkpoints")?
-        .into_iter()
-        .map(|checkpoint| (checkpoint.stream, checkpoint.next_offset));
-    let progress = FileProgress::from_checkpoints(checkpoints);
-    let (sender, receiver) = mpsc::channel(channel_capacity.max(1));
-    let stop = Arc::new(AtomicBool::new(false));
-    let source_id = source.source_id().to_owned();
-    let reader_stop = Arc::clone(&stop);
-    let reader = std::thread::Builder::new()
-        .name("file-source".into())
-        .spawn(move || read_files(&source, progress, &sender, &reader_stop, poll_interval))
-        .context("failed to start the file reader")?;
-    Ok(SourceFeed { source_id, receiver, stop, reader })
-}
-
 /// The reader thread: reads every file from where the store left it, says
 /// when it has caught up, and (when following) looks again after `poll_interval`.
-fn read_files(
-    source: &FileSource,
-    mut progress: FileProgress,
-    sender: &mpsc::Sender<SourceMessage>,
-    stop: &AtomicBool,
-    poll_interval: Duration,
-) {
+fn read_files(source: &FileSource, sender: &mpsc::Sender<SourceMessage>, stop: &AtomicBool, poll_interval: Duration) {
     let stopped = || stop.load(Ordering::Relaxed);
+    let Some(checkpoints) = checkpoints_from_loop(sender, &stopped) else { return };
+    let mut progress = FileProgress::from_checkpoints(
+        checkpoints.into_iter().map(|checkpoint| (checkpoint.stream, checkpoint.next_offset)),
+    );
     let send = |message| !stopped() && sender.blocking_send(message).is_ok();
     loop {
         let files = match source.files() {

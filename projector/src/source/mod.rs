@@ -3,18 +3,22 @@
 //!
 //! A source reads, decodes and validates on a thread of its own and hands
 //! events to the projection loop through a [`SourceFeed`]; it never applies
-//! anything, and it must not know the loop or the store's write path.
+//! anything, and it must not know the loop or the store's write path. Every
+//! source learns where to start the same way: it asks the loop for the
+//! store's checkpoints through a barrier ([`checkpoints_from_loop`]).
 
 pub mod file;
 pub mod kafka;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
+use std::time::Duration;
 
 use apache_avro::types::Value;
 use read_model::Checkpoint;
 use tokio::sync::mpsc;
 
+use crate::backoff::Backoff;
 use crate::contract::{Contract, Topic};
 use crate::events::Event;
 use crate::events::decode::decode_event;
@@ -65,6 +69,35 @@ pub struct SourceFeed {
     /// Set to ask the reader to stop; it then ends and closes the channel.
     pub stop: Arc<AtomicBool>,
     pub reader: std::thread::JoinHandle<()>,
+}
+
+/// A source thread's retries wait at most this long between attempts.
+pub const RETRY_CEILING: Duration = Duration::from_secs(10);
+
+/// Has the loop write what it was sent and answer with the store's
+/// checkpoints of this source, through a [`SourceMessage::Barrier`]; retries
+/// while the store cannot answer. `None` once the loop is gone, or once
+/// `give_up` says so between attempts. Called by a source's thread.
+pub fn checkpoints_from_loop(
+    sender: &mpsc::Sender<SourceMessage>,
+    give_up: &dyn Fn() -> bool,
+) -> Option<Vec<Checkpoint>> {
+    let mut backoff = Backoff::up_to(RETRY_CEILING);
+    loop {
+        let (reply, answer) = std::sync::mpsc::sync_channel(1);
+        sender.blocking_send(SourceMessage::Barrier(reply)).ok()?;
+        match answer.recv().ok()? {
+            Ok(checkpoints) => return Some(checkpoints),
+            Err(error) => {
+                let delay = backoff.next_delay();
+                tracing::warn!(%error, retry_in_ms = delay.as_millis() as u64, "cannot read the store's checkpoints");
+                if give_up() {
+                    return None;
+                }
+                std::thread::sleep(delay);
+            }
+        }
+    }
 }
 
 /// Where an event sits in its source.

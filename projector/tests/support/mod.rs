@@ -13,8 +13,7 @@ use projector::dead_letter::DeadLetterFile;
 use projector::events::{Creator, RightRecord, WorkRecord};
 use projector::generate::drafts::{DAY, Draft, Payload, PersonalData};
 use projector::generate::{GenerateOptions, write_drafts};
-use projector::render_deferral::RenderDeferral;
-use projector::runner::{RunOptions, RunTotals, run_file_source};
+use projector::runner::{NoObserver, RunOptions, RunTotals, run};
 use projector::source::SourcedEvent;
 use projector::source::file::FileSource;
 use read_model::calendar::{Date, Timestamp};
@@ -55,14 +54,15 @@ impl Projection {
         let letters = DeadLetterFile::open(&self.dead_letter_path(events)).expect("dead letters");
         let store: Arc<dyn Store> = Arc::new(self.store.clone());
         let options = RunOptions {
-            change_feed_retention: read_model::change_feed::DEFAULT_RETENTION,
             batch_size,
             linger: Duration::from_millis(100),
             exit_when_caught_up: true,
-            poll_interval: Duration::from_millis(10),
-            render_deferral: RenderDeferral::DEFAULT,
+            ..RunOptions::default()
         };
-        run_file_source(store, ModelVersion(1), source, letters, options, std::future::pending()).await.expect("run")
+        let feed = source.start(batch_size, Duration::from_millis(10)).expect("reader");
+        run(store, ModelVersion(1), feed, Box::new(letters), Arc::new(NoObserver), options, std::future::pending())
+            .await
+            .expect("run")
     }
 
     pub fn dead_letter_path(&self, events: &Path) -> PathBuf {

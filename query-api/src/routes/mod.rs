@@ -30,7 +30,7 @@ use std::sync::Arc;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{ConnectInfo, DefaultBodyLimit, FromRequestParts, Request};
+use axum::extract::{ConnectInfo, DefaultBodyLimit, FromRef, FromRequestParts, Request};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -39,7 +39,8 @@ use serde_json::value::RawValue;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::app::{App, Environment};
+use crate::app::App;
+use crate::config::Environment;
 use crate::errors::ApiError;
 
 /// Largest request body accepted (sandbox registration is the only body).
@@ -48,9 +49,8 @@ pub const MAX_BODY_BYTES: usize = 4 * 1024;
 /// The public endpoints with their descriptions, at their full paths: each
 /// handler's description names [`crate::app::BASE_PATH`] as its context path.
 /// They are not nested under it, since a nested router rewrites every
-/// request's URI (measured with callgrind: about 3,400 instructions a
-/// request, 7% of a whole rights lookup).
-fn described_endpoints() -> OpenApiRouter<Arc<App>> {
+/// request's URI, a cost paid by every lookup.
+fn described_endpoints() -> OpenApiRouter<RouterState> {
     OpenApiRouter::new()
         .routes(routes!(rights::rights_by_identifier))
         .routes(routes!(rights::rights_by_id))
@@ -72,10 +72,30 @@ fn described_endpoints() -> OpenApiRouter<Arc<App>> {
         .routes(routes!(openapi::openapi_json))
 }
 
+/// What handlers extract with `State`: the application, and the OpenAPI
+/// document as it was completed for this router.
+#[derive(Debug, Clone)]
+pub struct RouterState {
+    app: Arc<App>,
+    openapi: openapi::ServedDocument,
+}
+
+impl FromRef<RouterState> for Arc<App> {
+    fn from_ref(state: &RouterState) -> Arc<App> {
+        Arc::clone(&state.app)
+    }
+}
+
+impl FromRef<RouterState> for openapi::ServedDocument {
+    fn from_ref(state: &RouterState) -> openapi::ServedDocument {
+        state.openapi.clone()
+    }
+}
+
 /// Builds the public router.
 pub fn router(app: Arc<App>) -> Router {
     let (api, description) = described_endpoints().split_for_parts();
-    app.openapi_document.get_or_init(|| openapi::serialize(&openapi::complete(description, &app.settings)));
+    let openapi = openapi::ServedDocument::of(description, &app.settings);
     let metrics = Arc::clone(&app.metrics);
     let mut router = api;
     if app.settings.environment != Environment::Production {
@@ -94,7 +114,7 @@ pub fn router(app: Arc<App>) -> Router {
         .layer(axum::middleware::from_fn_with_state(metrics, crate::metrics::track))
         .layer(tower::util::MapResponseLayer::new(crate::cross_origin::with_common_headers))
         .layer(axum::middleware::from_fn(crate::request_tracing::trace))
-        .with_state(app)
+        .with_state(RouterState { app, openapi })
 }
 
 async fn unknown_route(request: Request) -> ApiError {
@@ -176,10 +196,14 @@ pub(crate) fn decode<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, A
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientAddress(pub String);
 
-impl FromRequestParts<Arc<App>> for ClientAddress {
+impl<S: Send + Sync> FromRequestParts<S> for ClientAddress
+where
+    Arc<App>: FromRef<S>,
+{
     type Rejection = std::convert::Infallible;
 
-    async fn from_request_parts(parts: &mut Parts, app: &Arc<App>) -> Result<ClientAddress, Self::Rejection> {
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<ClientAddress, Self::Rejection> {
+        let app = Arc::<App>::from_ref(state);
         let peer = parts.extensions.get::<ConnectInfo<SocketAddr>>().map(|ConnectInfo(address)| address.ip());
         let forwarded = app.settings.trust_x_forwarded_for.then(|| last_forwarded_for(&parts.headers)).flatten();
         Ok(ClientAddress(forwarded.or(peer).map_or_else(|| "unknown".to_owned(), |address| address.to_string())))

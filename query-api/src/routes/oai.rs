@@ -20,7 +20,8 @@ use read_model::documents::DublinCoreRecord;
 use read_model::{Audience, DocumentKind};
 
 use super::{ClientAddress, decode};
-use crate::app::{App, BASE_PATH, with_rate_headers};
+use crate::access::with_rate_headers;
+use crate::app::{App, BASE_PATH};
 use crate::errors::ApiError;
 use crate::keys::Scope;
 use crate::oai::arguments::{self, Arguments, Selection, Verb};

@@ -26,7 +26,9 @@ use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
 use utoipa::openapi::{Content, Header, RefOr, Required, Server};
 
 use super::ClientAddress;
-use crate::app::{App, BASE_PATH, Settings, with_rate_headers};
+use crate::access::with_rate_headers;
+use crate::app::{App, BASE_PATH};
+use crate::config::Settings;
 use crate::errors::Problem;
 
 /// The name of the API key scheme in the document's security requirements.
@@ -100,11 +102,13 @@ struct Description;
     summary = "The OpenAPI 3.1 description of the public endpoints",
     responses((status = 200, description = "This document.", body = Object)),
 )]
-pub async fn openapi_json(State(app): State<Arc<App>>, ClientAddress(client): ClientAddress) -> Response {
+pub async fn openapi_json(
+    State(app): State<Arc<App>>,
+    State(ServedDocument(document)): State<ServedDocument>,
+    ClientAddress(client): ClientAddress,
+) -> Response {
     match app.limit_anonymous(&client) {
         Ok(rate) => {
-            // `router` serialized the document before it could serve this route.
-            let document = app.openapi_document.get().cloned().unwrap_or_default();
             let mut response = (StatusCode::OK, document).into_response();
             response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
             with_rate_headers(response, &rate)
@@ -113,10 +117,16 @@ pub async fn openapi_json(State(app): State<Arc<App>>, ClientAddress(client): Cl
     }
 }
 
-/// The finished document as served.
-pub fn serialize(document: &utoipa::openapi::OpenApi) -> Bytes {
-    // Serializing a document built from typed parts cannot fail.
-    Bytes::from(serde_json::to_vec(document).unwrap_or_default())
+/// The finished document as served, serialized once when the router is built.
+#[derive(Debug, Clone)]
+pub struct ServedDocument(pub Bytes);
+
+impl ServedDocument {
+    /// The paths the handlers describe, completed for `settings` and serialized.
+    pub fn of(paths: utoipa::openapi::OpenApi, settings: &Settings) -> ServedDocument {
+        // Serializing a document built from typed parts cannot fail.
+        ServedDocument(Bytes::from(serde_json::to_vec(&complete(paths, settings)).unwrap_or_default()))
+    }
 }
 
 /// The paths the handlers describe, completed into the served document.

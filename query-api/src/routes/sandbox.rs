@@ -15,7 +15,8 @@ use serde_json::value::RawValue;
 use utoipa::ToSchema;
 
 use super::{ClientAddress, json_body, json_of, stored_json_list};
-use crate::app::{App, BASE_PATH, with_rate_headers};
+use crate::access::with_rate_headers;
+use crate::app::{App, BASE_PATH};
 use crate::errors::ApiError;
 
 /// The answer of `GET /sandbox/fixtures`.
@@ -125,7 +126,7 @@ pub async fn register(
         if !is_plausible_email(email) {
             return Err(ApiError::InvalidParameter("email must be an e-mail address".into()));
         }
-        let issued = app.sandbox_keys.issue(crate::app::now_unix()).map_err(|error| {
+        let issued = app.sandbox_keys.issue(crate::access::now_unix()).map_err(|error| {
             tracing::error!(%error, "cannot generate a sandbox key");
             ApiError::Internal
         })?;

@@ -11,7 +11,8 @@ use read_model::Audience;
 
 use super::ClientAddress;
 use super::parameters::{KeySetQuery, QueryParameters};
-use crate::app::{App, BASE_PATH, with_rate_headers};
+use crate::access::with_rate_headers;
+use crate::app::{App, BASE_PATH};
 use crate::errors::ApiError;
 
 /// How long a cache may keep a key set. A new key is published this long

@@ -12,8 +12,8 @@
 //! once per interval; and shutdown is ordered: readiness turns false, the
 //! listener closes, and requests in flight get a grace period.
 
+pub mod admin;
 pub mod connection_limits;
-pub mod open_files;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -31,35 +31,6 @@ use tower::ServiceExt as _;
 use crate::app::App;
 use crate::routes::router;
 use connection_limits::ConnectionLimits;
-
-/// How the public listener treats connections.
-#[derive(Debug, Clone)]
-pub struct ConnectionSettings {
-    /// A connection whose request head has not fully arrived this long after
-    /// it opened, or after its previous answer, is closed.
-    pub header_read_timeout: Duration,
-    /// A request whose answer is not ready within this is answered 503
-    /// (`request_timeout`); a streamed body may take longer.
-    pub request_timeout: Duration,
-    /// Connections open at once, in all.
-    pub max_connections: usize,
-    /// Connections open at once from one client address.
-    pub max_connections_per_address: usize,
-    /// How long requests in flight may finish once shutdown begins.
-    pub shutdown_grace: Duration,
-}
-
-impl Default for ConnectionSettings {
-    fn default() -> ConnectionSettings {
-        ConnectionSettings {
-            header_read_timeout: Duration::from_secs(10),
-            request_timeout: Duration::from_secs(30),
-            max_connections: 10_000,
-            max_connections_per_address: 256,
-            shutdown_grace: Duration::from_secs(10),
-        }
-    }
-}
 
 /// How often a failing accept is logged.
 const ACCEPT_FAILURE_LOG_INTERVAL: Duration = Duration::from_secs(10);
@@ -139,15 +110,4 @@ impl AcceptFailures {
             self.since_logged = 0;
         }
     }
-}
-
-/// Serves the admin endpoints (metrics, health, readiness) on their own listener.
-pub async fn run_admin(
-    listener: TcpListener,
-    app: Arc<App>,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
-    let admin =
-        crate::metrics::admin_router(Arc::clone(&app.metrics), Arc::clone(&app.store), Arc::clone(&app.draining));
-    axum::serve(listener, admin).with_graceful_shutdown(shutdown).await
 }

@@ -16,10 +16,10 @@ use http_body_util::BodyExt;
 use projector::contract::Contract;
 use projector::dead_letter::DeadLetterFile;
 use projector::generate::{GenerateOptions, generate};
-use projector::render_deferral::RenderDeferral;
-use projector::runner::{RunOptions, run_file_source};
+use projector::runner::{NoObserver, RunOptions, run};
 use projector::source::file::FileSource;
-use query_api::app::{App, Environment, Settings};
+use query_api::app::App;
+use query_api::config::{Environment, Settings};
 use query_api::keys::production::ProductionKeys;
 use query_api::keys::sandbox::SandboxKeys;
 use query_api::keys::{Scope, Scopes};
@@ -33,6 +33,8 @@ pub const BASE: &str = "/api/v1/public/v1";
 pub struct Service {
     pub directory: tempfile::TempDir,
     pub app: Arc<App>,
+    /// The router over `app`, built once as the server builds it.
+    pub router: axum::Router,
     pub store: SqliteStore,
     /// A production key with every scope and a high limit.
     pub full_key: String,
@@ -46,15 +48,16 @@ async fn project_into(store: &SqliteStore, version: ModelVersion, events: &Path,
     let source = FileSource::new(events, Arc::new(Contract::load().expect("contract")));
     let letters = DeadLetterFile::open(dead_letters).expect("dead letters");
     let options = RunOptions {
-        change_feed_retention: read_model::change_feed::DEFAULT_RETENTION,
         batch_size: 5_000,
         linger: Duration::from_millis(100),
         exit_when_caught_up: true,
-        poll_interval: Duration::from_millis(10),
-        render_deferral: RenderDeferral::DEFAULT,
+        ..RunOptions::default()
     };
     let store: Arc<dyn Store> = Arc::new(store.clone());
-    run_file_source(store, version, source, letters, options, std::future::pending()).await.expect("projection");
+    let feed = source.start(options.batch_size, Duration::from_millis(10)).expect("reader");
+    run(store, version, feed, Box::new(letters), Arc::new(NoObserver), options, std::future::pending())
+        .await
+        .expect("projection");
 }
 
 fn app(
@@ -83,7 +86,6 @@ fn app(
         signer: query_api::signing::Signer::of(&signing_keyring()),
         draining: Default::default(),
         clock,
-        openapi_document: Default::default(),
     })
 }
 
@@ -117,7 +119,7 @@ impl Service {
         let keys = ProductionKeys::start(Arc::new(store.clone()));
         let (full_key, _) = keys.issue("Everything Ltd", Scopes::all(), 100_000).await.expect("issue");
         let app = app(&store, keys, Environment::Development, false, read_model::clock::Clock::system());
-        Service { directory, app, store, full_key }
+        Service { directory, router: router(Arc::clone(&app)), app, store, full_key }
     }
 
     /// Another instance of the service over the same store and keys, in `environment`.
@@ -152,7 +154,7 @@ impl Service {
     }
 
     pub async fn send(&self, request: Request<Body>) -> Response {
-        router(Arc::clone(&self.app)).oneshot(request).await.expect("infallible")
+        self.router.clone().oneshot(request).await.expect("infallible")
     }
 
     pub async fn get(&self, path: &str, key: Option<&str>) -> (StatusCode, serde_json::Value, Response) {

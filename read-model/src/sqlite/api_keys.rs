@@ -4,16 +4,19 @@
 //!
 //! One connection, opened on first use and kept: the operator's commands
 //! write a row now and then, and the API reads the table four times a second.
-//! It must not touch the catalog or any model version.
+//! It must not touch the catalog or any model version. [`SqliteStore`]
+//! implements [`ApiKeys`] over it.
 
 use std::path::PathBuf;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
+use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
 
+use super::SqliteStore;
 use super::errors::from_sqlite;
-use crate::api_keys::ApiKeyRecord;
+use crate::api_keys::{ApiKeyRecord, ApiKeys};
 use crate::store::StoreError;
 
 const DDL: &str = include_str!("../../../schemas/sqlite/api-keys.sql");
@@ -106,4 +109,24 @@ fn record(row: &rusqlite::Row<'_>) -> rusqlite::Result<ApiKeyRecord> {
         created_at_ms: row.get(5)?,
         revoked_at_ms: row.get(6)?,
     })
+}
+
+/// Key reads and writes are single-row statements on a small file; they run inline.
+#[async_trait]
+impl ApiKeys for SqliteStore {
+    async fn insert_api_key(&self, key: &ApiKeyRecord) -> Result<(), StoreError> {
+        self.inner.api_keys.insert(key)
+    }
+
+    async fn api_keys(&self) -> Result<Vec<ApiKeyRecord>, StoreError> {
+        self.inner.api_keys.all()
+    }
+
+    async fn api_key_by_hash(&self, key_hash: &str) -> Result<Option<ApiKeyRecord>, StoreError> {
+        self.inner.api_keys.by_hash(key_hash)
+    }
+
+    async fn revoke_api_key(&self, key_id: &str, at_ms: i64) -> Result<bool, StoreError> {
+        self.inner.api_keys.revoke(key_id, at_ms)
+    }
 }

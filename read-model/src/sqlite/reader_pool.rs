@@ -301,10 +301,14 @@ mod tests {
     fn a_dropped_pool_closes_its_connections_at_once() {
         let (directory, path, writer) = file_with_one_row();
         let pool = ReaderPool::new(path, PageAccess::MemoryMapped, Clock::system());
-        // Parks a reader with a snapshot, which starts the sweeper; the sleep
-        // lets the sweeper reach its wait, where it holds the pool.
+        // Parks a reader with a snapshot, which starts the sweeper; the pool
+        // is dropped once the sweeper holds it (it holds it while it waits).
         assert_eq!(count(&pool), 1);
-        std::thread::sleep(SNAPSHOT_REUSE / 2);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Arc::strong_count(&pool.shared) < 2 {
+            assert!(Instant::now() < deadline, "the sweeper never held the pool");
+            std::thread::yield_now();
+        }
         drop(pool);
         drop(writer);
         assert!(!directory.path().join("pool.sqlite-wal").exists(), "the last connection to close removes the log");

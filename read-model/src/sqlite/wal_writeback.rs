@@ -8,9 +8,7 @@
 //! has automatic checkpoints off, and after each commit it wakes this thread,
 //! which runs a PASSIVE checkpoint on a connection of its own (same
 //! `synchronous = NORMAL` durability: the log is synced before pages are
-//! copied, the database after). Measured with `scripts/bench-projector.sh`,
-//! the writer's time per batch fell by a third and the whole run by about a
-//! tenth.
+//! copied, the database after), so the writer never waits for those fsyncs.
 //!
 //! A PASSIVE checkpoint never waits, but it cannot restart the log while the
 //! writer keeps appending to it, so the log would grow without bound. When
@@ -21,24 +19,21 @@
 //! start.
 //!
 //! A writer that begins its next transaction as soon as one commits leaves
-//! SQLite's busy handler, which polls, almost no moment to get in: measured,
-//! the log grew to 2.4 GiB before a restart won. So the writer calls
+//! SQLite's busy handler, which polls, almost no moment to get in, and the
+//! log would grow by gigabytes before a restart won. So the writer calls
 //! [`LogWriteback::wait_while_restarting`] before each transaction, and a
 //! restart holds it back from the moment it starts waiting for the current
 //! transaction until it is done. Once a RESTART has the write lock, SQLite
 //! blocks new writers until it is done anyway; the checkpoint connection's
 //! busy timeout bounds the whole wait.
 //!
-//! The log file is kept, not emptied: appending to an emptied log made the
+//! The log file is kept, not emptied: appending to an emptied log makes the
 //! file system allocate blocks and zero the parts of them that a frame
-//! (8,216 bytes) leaves unwritten, 7–11% of the projector's CPU in `perf`
-//! when topics arrive interleaved, while overwriting pages still in the OS
-//! cache costs neither. For the same reason the log restarts early, at
-//! 256 MiB: with a bound of 1 GiB, the log outgrew its file whenever this
-//! thread fell behind the writer, and in those seconds the writer spent 61%
-//! of its CPU writing the log, 22% zeroing fresh blocks. At 256 MiB six
-//! alternating million-event runs were 8% faster on average, with less
-//! system CPU. [`super::connections::LOG_FILE_LIMIT_BYTES`] bounds what the file keeps.
+//! leaves unwritten, while overwriting pages still in the OS cache costs
+//! neither. For the same reason the log restarts early, at 256 MiB: a log
+//! that outgrows its file whenever this thread falls behind the writer has
+//! the writer zeroing fresh blocks instead of projecting.
+//! [`super::connections::LOG_FILE_LIMIT_BYTES`] bounds what the file keeps.
 //!
 //! This module must not write documents or state: it only moves pages from
 //! the log into the database file.

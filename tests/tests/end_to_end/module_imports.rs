@@ -1,7 +1,8 @@
 //! The Architecture Invariant that no module imports a module that imports
 //! it back, checked on the sources of `read-model`, `projector` and
-//! `query-api`: every `use crate::…`, `use super::…` and `use self::…` of a
-//! module (its tests left out) names the module it reaches, and the graph of
+//! `query-api`: every path of a module that starts at `crate`, `super` or
+//! `self` (in `use` declarations and inline, in the whole file, its
+//! test-only items left out) names the module it reaches, and the graph of
 //! those edges, between modules neither of which contains the other, must
 //! have no cycle.
 
@@ -36,34 +37,186 @@ fn modules(source: &Path) -> BTreeMap<String, String> {
     found
 }
 
-/// The paths a module's `use` declarations name, outside its tests.
+/// The paths a module names that start at `crate`, `super` or `self`, in
+/// `use` declarations and inline alike, outside comments, string literals
+/// and its test-only items (`#[cfg(test)]`), wherever in the file they are.
 fn used_paths(source: &str) -> Vec<String> {
-    let code = source.split("#[cfg(test)]").next().unwrap_or(source);
+    let code = without_test_items(&without_comments_and_strings(source));
+    let bytes = code.as_bytes();
     let mut paths = Vec::new();
-    let mut lines = code.lines();
-    while let Some(line) = lines.next() {
-        let line = line.trim_start();
-        let declaration = match line.split_once("use ") {
-            Some((visibility, rest)) if visibility.is_empty() || visibility.starts_with("pub") => rest,
-            _ => continue,
-        };
-        // A declaration may span lines, up to its semicolon.
-        let mut tree: String = declaration.split_whitespace().collect();
-        while !tree.ends_with(';') {
-            let Some(next) = lines.next() else { break };
-            tree.extend(next.split_whitespace());
-        }
-        let tree = tree.trim_end_matches(';');
-        match tree.split_once("::{") {
-            Some((base, group)) => {
-                for item in group.trim_end_matches('}').split(',').filter(|item| !item.is_empty()) {
-                    paths.push(format!("{base}::{}", item.split("::{").next().unwrap_or(item)));
-                }
+    for root in ["crate::", "super::", "self::"] {
+        for (start, _) in code.match_indices(root) {
+            let preceded_by_path = start > 0 && {
+                let before = bytes[start - 1];
+                before.is_ascii_alphanumeric() || before == b'_' || before == b':'
+            };
+            if !preceded_by_path {
+                paths.extend(path_tree(&code, start).0);
             }
-            None => paths.push(tree.to_owned()),
         }
     }
     paths
+}
+
+/// The source with comments removed and every string and character literal
+/// emptied, so neither is read as code.
+fn without_comments_and_strings(source: &str) -> String {
+    let characters: Vec<char> = source.chars().collect();
+    let mut code = String::with_capacity(source.len());
+    let mut index = 0;
+    let at = |index: usize, text: &str| {
+        text.chars().enumerate().all(|(offset, c)| characters.get(index + offset) == Some(&c))
+    };
+    while index < characters.len() {
+        let character = characters[index];
+        let after_identifier = index > 0 && (characters[index - 1].is_alphanumeric() || characters[index - 1] == '_');
+        if at(index, "//") {
+            while index < characters.len() && characters[index] != '\n' {
+                index += 1;
+            }
+        } else if at(index, "/*") {
+            index += 2;
+            while index < characters.len() && !at(index, "*/") {
+                index += 1;
+            }
+            index += 2;
+            code.push(' ');
+        } else if character == 'r' && !after_identifier && (at(index + 1, "\"") || at(index + 1, "#")) {
+            let hashes = characters[index + 1..].iter().take_while(|c| **c == '#').count();
+            let closing: String = std::iter::once('"').chain(std::iter::repeat_n('#', hashes)).collect();
+            index += 2 + hashes;
+            while index < characters.len() && !at(index, &closing) {
+                index += 1;
+            }
+            index += closing.chars().count();
+            code.push_str("\"\"");
+        } else if character == '"' {
+            index += 1;
+            while index < characters.len() && characters[index] != '"' {
+                index += if characters[index] == '\\' { 2 } else { 1 };
+            }
+            index += 1;
+            code.push_str("\"\"");
+        } else if character == '\'' && at(index + 1, "\\") {
+            index += 2;
+            while index < characters.len() && characters[index] != '\'' {
+                index += 1;
+            }
+            index += 1;
+            code.push_str("' '");
+        } else if character == '\'' && characters.get(index + 2) == Some(&'\'') {
+            index += 3;
+            code.push_str("' '");
+        } else {
+            code.push(character);
+            index += 1;
+        }
+    }
+    code
+}
+
+/// The code without the items marked `#[cfg(test)]`: each such attribute
+/// and the item after it, up to its `;` or the end of its braces.
+fn without_test_items(code: &str) -> String {
+    const MARK: &str = "#[cfg(test)]";
+    let bytes = code.as_bytes();
+    let mut kept = String::with_capacity(code.len());
+    let mut rest = 0;
+    while let Some(found) = code[rest..].find(MARK) {
+        let start = rest + found;
+        kept.push_str(&code[rest..start]);
+        let mut index = start + MARK.len();
+        let mut depth = 0_i32;
+        while index < bytes.len() {
+            match bytes[index] {
+                b'(' | b'[' => depth += 1,
+                b')' | b']' => depth -= 1,
+                b';' if depth == 0 => {
+                    index += 1;
+                    break;
+                }
+                b'{' if depth == 0 => {
+                    index = end_of_braces(bytes, index);
+                    break;
+                }
+                _ => {}
+            }
+            index += 1;
+        }
+        rest = index.min(code.len());
+    }
+    kept.push_str(&code[rest..]);
+    kept
+}
+
+/// The index just past the brace that closes the one at `open`.
+fn end_of_braces(bytes: &[u8], open: usize) -> usize {
+    let mut depth = 0;
+    for (index, byte) in bytes.iter().enumerate().skip(open) {
+        match byte {
+            b'{' => depth += 1,
+            b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return index + 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    bytes.len()
+}
+
+/// The paths of the path or `use` tree that starts at `start`
+/// (`a::b::{c, d::{e, f}}` gives `a::b::c`, `a::b::d::e`, `a::b::d::f`),
+/// and the index after it.
+fn path_tree(code: &str, mut index: usize) -> (Vec<String>, usize) {
+    let bytes = code.as_bytes();
+    let skip_space = |index: &mut usize| {
+        while *index < bytes.len() && bytes[*index].is_ascii_whitespace() {
+            *index += 1;
+        }
+    };
+    let mut segments: Vec<&str> = Vec::new();
+    loop {
+        skip_space(&mut index);
+        match bytes.get(index) {
+            Some(b'{') => {
+                index += 1;
+                let mut paths = Vec::new();
+                loop {
+                    while index < bytes.len() && (bytes[index].is_ascii_whitespace() || bytes[index] == b',') {
+                        index += 1;
+                    }
+                    if index >= bytes.len() || bytes[index] == b'}' {
+                        return (paths, index + 1);
+                    }
+                    let (inner, next) = path_tree(code, index);
+                    paths.extend(inner.into_iter().map(|path| format!("{}::{path}", segments.join("::"))));
+                    index = next;
+                    // Skip an `as` rename up to the next item.
+                    while index < bytes.len() && bytes[index] != b',' && bytes[index] != b'}' {
+                        index += 1;
+                    }
+                }
+            }
+            Some(b'*') => return (vec![segments.join("::")], index + 1),
+            _ => {}
+        }
+        let length = code[index..].find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(code.len() - index);
+        if length == 0 {
+            break;
+        }
+        segments.push(&code[index..index + length]);
+        index += length;
+        skip_space(&mut index);
+        if code[index..].starts_with("::") {
+            index += 2;
+        } else {
+            break;
+        }
+    }
+    (vec![segments.join("::")], index)
 }
 
 /// The imports between modules neither of which contains the other.
@@ -157,4 +310,33 @@ fn the_import_check_finds_a_cycle_when_there_is_one() {
     let edges = import_edges(&modules);
     assert_eq!(edges["a::inner"], BTreeSet::from(["c".to_owned()]));
     assert_eq!(find_cycle(&edges), Some(vec!["a".to_owned(), "b".to_owned()]));
+}
+
+/// The circle query-api had: names in a field, a call and an argument, each
+/// written inline, one of them after a test-only item.
+#[test]
+fn the_import_check_finds_a_cycle_made_only_of_inline_paths() {
+    let sources = [
+        ("app", "pub struct App {\n    pub connections: crate::server::Settings,\n}"),
+        (
+            "server",
+            "#[cfg(test)]\nmod tests {\n    use crate::elsewhere;\n}\n\npub fn run() {\n    let router = crate::routes::router();\n}",
+        ),
+        ("routes", "pub fn router(app: std::sync::Arc<crate::app::App>) {}"),
+        ("elsewhere", "// crate::app is named in a comment\nconst TEXT: &str = \"crate::app\";"),
+    ];
+    let modules: BTreeMap<String, String> =
+        sources.into_iter().map(|(name, source)| (name.to_owned(), source.to_owned())).collect();
+    let edges = import_edges(&modules);
+    assert!(!edges.contains_key("elsewhere"), "comments and strings are not code: {edges:?}");
+    assert_eq!(edges["server"], BTreeSet::from(["routes".to_owned()]), "the test-only item is left out");
+    assert_eq!(find_cycle(&edges), Some(vec!["app".to_owned(), "server".to_owned(), "routes".to_owned()]));
+}
+
+#[test]
+fn use_trees_expand_to_every_path_they_name() {
+    let code = "use crate::a::{self, b::{C, D as E}, f::*};";
+    let start = code.find("crate").expect("a path");
+    let (paths, _) = path_tree(code, start);
+    assert_eq!(paths, ["crate::a::self", "crate::a::b::C", "crate::a::b::D", "crate::a::f"]);
 }

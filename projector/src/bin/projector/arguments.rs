@@ -2,11 +2,15 @@
 //! environment fallback and a default that works on one machine.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use projector::render_deferral::RenderDeferral;
+use projector::runner::RunOptions;
 use projector::source::kafka::KafkaSettings;
+use projector::source::kafka::wire::SchemaIds;
+use projector::source_and_sink::{KafkaOptions, SourceOptions};
 use read_model::store_arguments::StoreArguments;
 
 #[derive(Debug, Parser)]
@@ -142,6 +146,46 @@ pub(crate) struct RunTuning {
     /// The admin listener (`/metrics`, `/healthz`, `/readyz`); port 0 picks a free port.
     #[arg(long, env = "LCC_PROJECTOR_ADMIN_LISTEN", default_value = "127.0.0.1:8091")]
     pub(crate) admin_listen: SocketAddr,
+}
+
+impl RunTuning {
+    /// How the loop runs.
+    pub(crate) fn run_options(&self) -> RunOptions {
+        RunOptions {
+            change_feed_retention: Duration::from_secs(self.change_feed_retention_days * 24 * 60 * 60),
+            batch_size: self.batch_size.max(1),
+            linger: Duration::from_millis(self.batch_linger_ms),
+            exit_when_caught_up: self.exit_when_caught_up,
+            render_deferral: RenderDeferral {
+                max_documents: self.render_deferral_max_documents,
+                max_wait: Duration::from_secs(self.render_deferral_max_seconds),
+                ..RenderDeferral::DEFAULT
+            },
+        }
+    }
+
+    /// How the source is set up; a file source's dead letters go to
+    /// `--dead-letter-dir`, else to `DATA_DIR/dead-letters`.
+    pub(crate) fn source_options(&self, data_dir: &Path) -> SourceOptions {
+        let schema_ids = match (&self.schema_registry_url, &self.schema_id_map) {
+            (Some(url), _) => SchemaIds::Registry(url.clone()),
+            (None, Some(map)) => SchemaIds::LocalMap(map.clone()),
+            (None, None) => SchemaIds::Unavailable,
+        };
+        SourceOptions {
+            // One batch of decoded events waits while the current one is projected.
+            channel_capacity: self.batch_size.max(1),
+            kafka: KafkaOptions {
+                group_id: self.kafka.kafka_group_id.clone(),
+                topic_prefix: self.kafka.kafka_topic_prefix.clone(),
+                dead_letter_topic: self.kafka.dead_letter_topic.clone(),
+                schema_ids,
+                writer_schema_dir: self.writer_schema_dir.clone(),
+                stall_after: Duration::from_secs(self.stall_after_seconds),
+            },
+            ..SourceOptions::in_directory(self.dead_letter_dir.clone().unwrap_or_else(|| data_dir.join("dead-letters")))
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]

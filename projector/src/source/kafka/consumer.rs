@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, mpsc as sync_mpsc};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -26,13 +26,15 @@ use rdkafka::{ClientContext, error::KafkaError};
 use read_model::Checkpoint;
 use tokio::sync::mpsc;
 
+use super::KafkaSettings;
 use super::wire::{SchemaIds, WireDecoder, WireError};
-use super::{KafkaSettings, RETRY_CEILING};
 use crate::backoff::Backoff;
 use crate::contract::{Contract, Topic};
 use crate::progress::PartitionBoard;
 use crate::runner::{BatchObserver, CommittedBatch};
-use crate::source::{OriginalMessage, Partition, Position, SourceFeed, SourceMessage, SourcedEvent};
+use crate::source::{
+    OriginalMessage, Partition, Position, RETRY_CEILING, SourceFeed, SourceMessage, SourcedEvent, checkpoints_from_loop,
+};
 
 /// What the consumer needs besides the connection settings.
 #[derive(Debug, Clone)]
@@ -160,23 +162,11 @@ impl ConsumerContext for ProjectorContext {
 }
 
 impl ProjectorContext {
-    /// Has the loop write what it was sent and answer with the store's
-    /// checkpoints of this source; retries while the store cannot answer.
+    /// The store's checkpoints of this source, asked of the loop at a rebalance.
     /// `None` once the loop is gone (the projector is stopping).
     fn barrier(&self) -> Option<Vec<Checkpoint>> {
-        let mut backoff = Backoff::up_to(RETRY_CEILING);
-        loop {
-            let (reply, answer) = sync_mpsc::sync_channel(1);
-            self.sender.blocking_send(SourceMessage::Barrier(reply)).ok()?;
-            match answer.recv().ok()? {
-                Ok(checkpoints) => return Some(checkpoints),
-                Err(error) => {
-                    let delay = backoff.next_delay();
-                    tracing::warn!(%error, retry_in_ms = delay.as_millis() as u64, "cannot read the store's checkpoints at a rebalance");
-                    std::thread::sleep(delay);
-                }
-            }
-        }
+        // A revocation while stopping must still pass: it releases the partitions fully written.
+        checkpoints_from_loop(&self.sender, &|| false)
     }
 }
 

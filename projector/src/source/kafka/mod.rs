@@ -15,9 +15,8 @@
 
 pub mod consumer;
 pub mod fingerprint;
+pub mod schema_ids;
 pub mod wire;
-
-use std::time::Duration;
 
 use rdkafka::ClientConfig;
 
@@ -71,9 +70,6 @@ impl KafkaSettings {
         config
     }
 }
-
-/// The Kafka thread's retries wait at most this long between attempts.
-pub const RETRY_CEILING: Duration = Duration::from_secs(10);
 
 #[cfg(test)]
 mod tests {

@@ -7,8 +7,8 @@
 //!   when an unknown fingerprint arrives (so a new upstream schema is picked
 //!   up by dropping its file there, without a redeploy).
 //! - The Confluent format: `00`, a 4-byte big-endian schema id, then the
-//!   datum. Ids resolve through a schema registry (`GET /schemas/ids/{id}`)
-//!   or a local id map; each id is fetched once and cached.
+//!   datum. Ids resolve through [`super::schema_ids`] (a schema registry or
+//!   a local id map); each id is looked up once and cached.
 //!
 //! The format is told by the first byte, so both can share a topic. A writer
 //! schema is resolved against the contract's reader schema by Avro's rules,
@@ -27,8 +27,11 @@ use std::time::{Duration, Instant};
 use apache_avro::Schema;
 use apache_avro::reader::datum::GenericDatumReader;
 use apache_avro::writer::datum::GenericDatumWriter;
+use read_model::clock::Clock;
 
 use super::fingerprint::fingerprint;
+use super::schema_ids::SchemaIdLookup;
+pub use super::schema_ids::SchemaIds;
 use crate::contract::{Contract, Topic};
 use crate::events::Event;
 use crate::resolution::Resolver;
@@ -60,17 +63,6 @@ pub fn encode_confluent(
     Ok(bytes)
 }
 
-/// Where Confluent schema ids are looked up.
-#[derive(Debug, Clone)]
-pub enum SchemaIds {
-    /// None configured: Confluent-framed values are parked.
-    Unavailable,
-    /// A schema registry's base URL (`GET {url}/schemas/ids/{id}`).
-    Registry(String),
-    /// A JSON file mapping ids to schema files (paths relative to the map).
-    LocalMap(PathBuf),
-}
-
 /// Why a value was not decoded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WireError {
@@ -96,37 +88,41 @@ pub struct WireDecoder {
     contract: Arc<Contract>,
     by_fingerprint: HashMap<[u8; 8], Arc<WriterSchema>>,
     by_schema_id: HashMap<u32, Arc<WriterSchema>>,
-    schema_ids: SchemaIds,
+    schema_ids: SchemaIdLookup,
     writer_schema_dir: Option<PathBuf>,
     /// When the writer-schema directory was last read; it is read at most once a second.
     writer_schema_dir_read: Option<Instant>,
-    http: Option<ureq::Agent>,
+    /// The time that paces those reads.
+    clock: Clock,
 }
 
 impl WireDecoder {
     /// A decoder that knows the contract's schemas, plus those under `writer_schema_dir`.
     pub fn new(contract: Arc<Contract>, schema_ids: SchemaIds, writer_schema_dir: Option<PathBuf>) -> WireDecoder {
+        WireDecoder::with_clock(contract, schema_ids, writer_schema_dir, Clock::system())
+    }
+
+    /// [`WireDecoder::new`], with the writer-schema directory's reads paced by `clock`.
+    pub fn with_clock(
+        contract: Arc<Contract>,
+        schema_ids: SchemaIds,
+        writer_schema_dir: Option<PathBuf>,
+        clock: Clock,
+    ) -> WireDecoder {
         let mut by_fingerprint = HashMap::new();
         for topic in Topic::ALL {
             let schema = contract.reader_schema(topic).clone();
             let writer = WriterSchema { resolver: Resolver::new(&contract, topic, &schema), schema, topic };
             by_fingerprint.insert(fingerprint(&writer.schema), Arc::new(writer));
         }
-        let http = matches!(schema_ids, SchemaIds::Registry(_)).then(|| {
-            ureq::Agent::config_builder()
-                .timeout_global(Some(Duration::from_secs(10)))
-                .http_status_as_error(false)
-                .build()
-                .new_agent()
-        });
         let mut decoder = WireDecoder {
             contract,
             by_fingerprint,
             by_schema_id: HashMap::new(),
-            schema_ids,
+            schema_ids: SchemaIdLookup::new(schema_ids),
             writer_schema_dir,
             writer_schema_dir_read: None,
-            http,
+            clock,
         };
         decoder.read_writer_schema_dir();
         decoder
@@ -177,7 +173,7 @@ impl WireDecoder {
         if let Some(writer) = self.by_fingerprint.get(fingerprint) {
             return Some(Arc::clone(writer));
         }
-        let recently = self.writer_schema_dir_read.is_some_and(|at| at.elapsed() < Duration::from_secs(1));
+        let recently = self.writer_schema_dir_read.is_some_and(|at| self.clock.since(at) < Duration::from_secs(1));
         if !recently {
             self.read_writer_schema_dir();
         }
@@ -187,7 +183,7 @@ impl WireDecoder {
     /// Adds every schema file of the writer-schema directory; unreadable files are logged and left out.
     fn read_writer_schema_dir(&mut self) {
         let Some(directory) = self.writer_schema_dir.clone() else { return };
-        self.writer_schema_dir_read = Some(Instant::now());
+        self.writer_schema_dir_read = Some(self.clock.now());
         let entries = match std::fs::read_dir(&directory) {
             Ok(entries) => entries,
             Err(error) => {
@@ -224,16 +220,8 @@ impl WireDecoder {
             return Ok(Arc::clone(writer));
         }
         let poison = |reason: String| WireError::Poison(Rejection::unidentified(reason, Some(topic)));
-        let text = match &self.schema_ids {
-            SchemaIds::Unavailable => {
-                return Err(poison(format!("schema id {id}: no schema registry or id map is configured")));
-            }
-            SchemaIds::LocalMap(path) => local_map_schema(path, id).map_err(poison)?,
-            SchemaIds::Registry(url) => {
-                let agent = self.http.as_ref().ok_or_else(|| WireError::Unavailable("no HTTP client".into()))?;
-                registry_schema(agent, url, id)?.map_err(poison)?
-            }
-        };
+        let text = self.schema_ids.schema_text(id).map_err(|unavailable| WireError::Unavailable(unavailable.0))?;
+        let text = text.map_err(poison)?;
         let writer =
             Arc::new(self.writer_from_text(&text).map_err(|reason| poison(format!("schema id {id}: {reason}")))?);
         self.by_schema_id.insert(id, Arc::clone(&writer));
@@ -243,45 +231,6 @@ impl WireDecoder {
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|byte| format!("{byte:02x}")).collect()
-}
-
-/// The schema text of `id` in a local id map: `{"ID": "schema file", ...}`.
-fn local_map_schema(path: &Path, id: u32) -> Result<String, String> {
-    let text = std::fs::read_to_string(path).map_err(|error| format!("cannot read the schema id map: {error}"))?;
-    let map: HashMap<String, String> = serde_json::from_str(&text)
-        .map_err(|error| format!("the schema id map is not a JSON object of strings: {error}"))?;
-    let file = map.get(&id.to_string()).ok_or_else(|| format!("schema id {id} is not in the local id map"))?;
-    let file = path.parent().unwrap_or(Path::new(".")).join(file);
-    std::fs::read_to_string(&file).map_err(|error| format!("schema id {id}: cannot read {}: {error}", file.display()))
-}
-
-/// Fetches the schema text of `id`: `Ok(Err(..))` when the registry says it
-/// does not exist or is not Avro, `Err(Unavailable)` when it cannot answer.
-fn registry_schema(agent: &ureq::Agent, url: &str, id: u32) -> Result<Result<String, String>, WireError> {
-    #[derive(serde::Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    struct SchemaById {
-        schema: String,
-        schema_type: Option<String>,
-    }
-    let address = format!("{}/schemas/ids/{id}", url.trim_end_matches('/'));
-    let unavailable = |reason: String| WireError::Unavailable(format!("{address}: {reason}"));
-    let mut response = agent.get(&address).call().map_err(|error| unavailable(error.to_string()))?;
-    let status = response.status().as_u16();
-    if status == 404 {
-        return Ok(Err(format!("schema id {id} is not in the schema registry")));
-    }
-    if status != 200 {
-        return Err(unavailable(format!("status {status}")));
-    }
-    let text =
-        response.body_mut().read_to_string().map_err(|error| unavailable(format!("unreadable answer: {error}")))?;
-    let body: SchemaById =
-        serde_json::from_str(&text).map_err(|error| unavailable(format!("unexpected answer: {error}")))?;
-    if body.schema_type.as_deref().is_some_and(|kind| kind != "AVRO") {
-        return Ok(Err(format!("schema id {id} is not an Avro schema")));
-    }
-    Ok(Ok(body.schema))
 }
 
 #[cfg(test)]
@@ -367,12 +316,20 @@ mod tests {
     fn a_new_writer_schema_dropped_into_the_directory_is_picked_up_without_a_restart() {
         let (schema, value) = evolved_works();
         let directory = tempfile::tempdir().expect("tempdir");
-        let mut decoder = WireDecoder::new(contract(), SchemaIds::Unavailable, Some(directory.path().to_path_buf()));
+        let clock = Clock::manual();
+        let mut decoder = WireDecoder::with_clock(
+            contract(),
+            SchemaIds::Unavailable,
+            Some(directory.path().to_path_buf()),
+            clock.clone(),
+        );
         let bytes = single_object(&schema, value);
         assert!(poison_reason(decoder.decode(Topic::Works, &bytes)).starts_with("unknown writer schema fingerprint"));
         std::fs::write(directory.path().join("works-v2.avsc"), schema.canonical_form()).expect("schema file");
-        // The directory is read at most once a second.
-        std::thread::sleep(Duration::from_millis(1_100));
+        // The directory is read at most once a second: not yet, then once the second has passed.
+        clock.advance(Duration::from_millis(999));
+        assert!(poison_reason(decoder.decode(Topic::Works, &bytes)).starts_with("unknown writer schema fingerprint"));
+        clock.advance(Duration::from_millis(1));
         let event = decoder.decode(Topic::Works, &bytes).expect("decodes once the schema is there");
         assert_eq!(event.topic, Topic::Works);
     }
