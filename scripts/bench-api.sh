@@ -55,22 +55,8 @@ start_api "$api_port" "$api_admin_port"
 uncached_port=$(free_port)
 start_api "$uncached_port" "$(free_port)" --document-cache-mib 0
 
-# The ceiling answers with a body as large as an average profile.
-size=$(python3 scripts/bench/average_profile_bytes.py "$api_port" "$works")
-ceiling_port=$(free_port)
-target/release/examples/constant_body_server "127.0.0.1:$ceiling_port" "$size" &
-pids+=($!)
-wait_for "http://127.0.0.1:$ceiling_port/"
-
-load() {
-    wrk --threads 2 --connections "$connections" --duration "${seconds}s" --latency \
-        --script scripts/bench/rights-lookups.lua "$1" >"$2"
-}
-# Warm both (page cache, memory maps, connections) before measuring.
-for port in "$api_port" "$uncached_port" "$ceiling_port"; do
-    wrk --threads 2 --connections "$connections" --duration 5s --script scripts/bench/rights-lookups.lua \
-        "http://127.0.0.1:$port" >/dev/null
-done
+start_ceiling "$api_port" "$works"
+warm "$api_port" "$uncached_port" "$ceiling_port"
 for round in 1 2 3; do
     echo "round $round: query API, query API without cache, ceiling, batches of 100, evidence, ${seconds} s each ($connections connections)"
     load "http://127.0.0.1:$api_port" "$work_directory/api-$round.txt"
@@ -82,7 +68,7 @@ done
 
 curl -s "http://127.0.0.1:$api_admin_port/metrics" >"$work_directory/api-metrics.txt"
 
-python3 - "$work_directory" "$size" "$works" <<'PY'
+python3 - "$work_directory" "$profile_bytes" "$works" <<'PY'
 import sys
 directory, size, works = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 sys.path.insert(0, "scripts/bench")

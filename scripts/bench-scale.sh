@@ -79,22 +79,9 @@ for works in "${sizes[@]}"; do
     pids+=($!)
     wait_for "http://127.0.0.1:$api_port/api/v1/public/v1/openapi.json"
     wait_for "http://127.0.0.1:$uncached_port/api/v1/public/v1/openapi.json"
-    # The ceiling answers with a body as large as an average profile.
-    profile_bytes=$(python3 scripts/bench/average_profile_bytes.py "$api_port" "$works")
-    ceiling_port=$(free_port)
-    target/release/examples/constant_body_server "127.0.0.1:$ceiling_port" "$profile_bytes" &
-    pids+=($!)
-    wait_for "http://127.0.0.1:$ceiling_port/"
-
-    load() {
-        wrk --threads 2 --connections "$connections" --duration "${seconds}s" --latency \
-            --script scripts/bench/rights-lookups.lua "$1" >"$2"
-    }
+    start_ceiling "$api_port" "$works"
     echo "== $works works: lookups"
-    for port in "$api_port" "$uncached_port" "$ceiling_port"; do
-        wrk --threads 2 --connections "$connections" --duration 5s --script scripts/bench/rights-lookups.lua \
-            "http://127.0.0.1:$port" >/dev/null
-    done
+    warm "$api_port" "$uncached_port" "$ceiling_port"
     for round in 1 2 3; do
         load "http://127.0.0.1:$api_port" "$size_directory/cached-$round.txt"
         load "http://127.0.0.1:$uncached_port" "$size_directory/uncached-$round.txt"

@@ -14,16 +14,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if [[ $# -lt 2 ]]; then
-    sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2
-    exit 2
-fi
-api_a="$(realpath "$1")"
-api_b="$(realpath "$2")"
-works="${3:-100000}"
-seconds="${4:-20}"
-connections="${5:-64}"
-work_directory="$(mktemp -d "${TMPDIR:-/tmp}/api-compare.XXXXXX")"
+# shellcheck source=scripts/bench/two_builds.sh
+source scripts/bench/two_builds.sh
+two_builds api-compare "$@"
+works="${3:-100000}" seconds="${4:-20}" connections="${5:-64}"
 # shellcheck source=scripts/bench/helpers.sh
 source scripts/bench/helpers.sh
 
@@ -34,7 +28,7 @@ echo "generating and projecting $works works"
 RUST_LOG=warn "$projector" run --source "file://$work_directory/events" --data-dir "$work_directory/data" \
     --admin-listen 127.0.0.1:0 --exit-when-caught-up >/dev/null
 export BENCH_API_KEY BENCH_WORKS="$works"
-BENCH_API_KEY=$("$api_b" keys --data-dir "$work_directory/data" issue --partner "Load benchmark" \
+BENCH_API_KEY=$("$build_b" keys --data-dir "$work_directory/data" issue --partner "Load benchmark" \
     --scopes rights:read,bulk:read --rate-limit 1000000000 2>/dev/null)
 
 start_api() {
@@ -46,17 +40,10 @@ start_api() {
 }
 port_a=$(free_port)
 port_b=$(free_port)
-start_api "$api_a" "$port_a"
-start_api "$api_b" "$port_b"
+start_api "$build_a" "$port_a"
+start_api "$build_b" "$port_b"
 
-load() {
-    wrk --threads 2 --connections "$connections" --duration "${seconds}s" --latency \
-        --script scripts/bench/rights-lookups.lua "$1" >"$2"
-}
-for port in "$port_a" "$port_b"; do
-    wrk --threads 2 --connections "$connections" --duration 5s --script scripts/bench/rights-lookups.lua \
-        "http://127.0.0.1:$port" >/dev/null
-done
+warm "$port_a" "$port_b"
 for round in 1 2 3; do
     echo "round $round: A then B, ${seconds} s each ($connections connections)"
     load "http://127.0.0.1:$port_a" "$work_directory/a-$round.txt"

@@ -13,20 +13,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if [[ $# -lt 2 ]]; then
-    sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2
-    exit 2
-fi
-binary_a="$(realpath "$1")"
-binary_b="$(realpath "$2")"
-pairs="${3:-3}"
-works="${4:-193000}"
-batch_size="${5:-30000}"
-work_directory="$(mktemp -d "${TMPDIR:-/tmp}/projector-compare.XXXXXX")"
+# shellcheck source=scripts/bench/two_builds.sh
+source scripts/bench/two_builds.sh
+two_builds projector-compare "$@"
+pairs="${3:-3}" works="${4:-193000}" batch_size="${5:-30000}"
 trap 'rm -rf "$work_directory"' EXIT
 
-echo "generating $works works with $binary_a"
-"$binary_a" generate --works "$works" --seed 42 --events-per-segment 50000 --out "$work_directory/events" >"$work_directory/manifest.json"
+echo "generating $works works with $build_a"
+"$build_a" generate --works "$works" --seed 42 --events-per-segment 50000 --out "$work_directory/events" >"$work_directory/manifest.json"
 
 # One run into a fresh store; appends "label events seconds cpu_seconds peak_kib" to the results.
 run() {
@@ -54,11 +48,11 @@ PY
 
 for round in $(seq 1 "$pairs"); do
     if ((round % 2)); then
-        run A "$binary_a"
-        run B "$binary_b"
+        run A "$build_a"
+        run B "$build_b"
     else
-        run B "$binary_b"
-        run A "$binary_a"
+        run B "$build_b"
+        run A "$build_a"
     fi
 done
 

@@ -2,40 +2,21 @@
 -- bulk rows and the projector's states move into WITHOUT ROWID tables keyed
 -- as before, so that each is one b-tree instead of a table and its key
 -- index. Each table is copied in key order, then replaces the old one.
+-- The new tables (`*_revision_4`) are created before this runs from their
+-- definitions in model.sql (read_model's sqlite::schema), so the two cannot
+-- drift apart.
 
-CREATE TABLE provenance_entries_revision_4 (
-    lcc_id TEXT NOT NULL,
-    recorded_at INTEGER NOT NULL,
-    topic TEXT NOT NULL,
-    aggregate_version INTEGER NOT NULL,
-    body BLOB NOT NULL,
-    PRIMARY KEY (lcc_id, recorded_at, topic, aggregate_version)
-) WITHOUT ROWID;
 INSERT INTO provenance_entries_revision_4 (lcc_id, recorded_at, topic, aggregate_version, body)
 SELECT lcc_id, recorded_at, topic, aggregate_version, body FROM provenance_entries
 ORDER BY lcc_id, recorded_at, topic, aggregate_version;
 DROP TABLE provenance_entries;
 ALTER TABLE provenance_entries_revision_4 RENAME TO provenance_entries;
 
-CREATE TABLE bulk_rows_revision_4 (
-    audience TEXT NOT NULL,
-    bucket INTEGER NOT NULL,
-    lcc_id TEXT NOT NULL,
-    body BLOB NOT NULL,
-    PRIMARY KEY (audience, bucket, lcc_id)
-) WITHOUT ROWID;
 INSERT INTO bulk_rows_revision_4 (audience, bucket, lcc_id, body)
 SELECT audience, bucket, lcc_id, body FROM bulk_rows ORDER BY audience, bucket, lcc_id;
 DROP TABLE bulk_rows;
 ALTER TABLE bulk_rows_revision_4 RENAME TO bulk_rows;
 
-CREATE TABLE aggregates_revision_4 (
-    topic TEXT NOT NULL,
-    id TEXT NOT NULL,
-    version INTEGER NOT NULL,
-    state BLOB NOT NULL,
-    PRIMARY KEY (topic, id)
-) WITHOUT ROWID;
 INSERT INTO aggregates_revision_4 (topic, id, version, state)
 SELECT topic, id, version, state FROM aggregates ORDER BY topic, id;
 DROP TABLE aggregates;

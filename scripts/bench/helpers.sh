@@ -11,3 +11,27 @@ trap cleanup EXIT
 command -v wrk >/dev/null || { echo "wrk is required (Debian package wrk)" >&2; exit 1; }
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 wait_for() { for _ in $(seq 1 300); do curl -s -o /dev/null "$1" && return 0; sleep 0.1; done; echo "$1 did not answer" >&2; exit 1; }
+# Drives rights lookups at URL $1 for `seconds` over `connections`
+# connections and writes wrk's report to $2.
+load() {
+    wrk --threads 2 --connections "$connections" --duration "${seconds}s" --latency \
+        --script scripts/bench/rights-lookups.lua "$1" >"$2"
+}
+# Warms each server on the ports given (page cache, memory maps,
+# connections) with 5 s of lookups before anything is measured.
+warm() {
+    for port in "$@"; do
+        wrk --threads 2 --connections "$connections" --duration 5s --script scripts/bench/rights-lookups.lua \
+            "http://127.0.0.1:$port" >/dev/null
+    done
+}
+# Starts the ceiling: the constant-body server answering with a body as
+# large as an average profile served on port $1 over $2 works. Sets
+# `ceiling_port` and `profile_bytes`.
+start_ceiling() {
+    profile_bytes=$(python3 scripts/bench/average_profile_bytes.py "$1" "$2")
+    ceiling_port=$(free_port)
+    target/release/examples/constant_body_server "127.0.0.1:$ceiling_port" "$profile_bytes" &
+    pids+=($!)
+    wait_for "http://127.0.0.1:$ceiling_port/"
+}

@@ -123,10 +123,11 @@ pub fn python_producer(arguments: &[&str]) -> serde_json::Value {
     serde_json::from_str(stdout.lines().last().expect("a summary line")).expect("summary is JSON")
 }
 
-/// Produces the generated events in `events` single-object encoded, and
-/// publishes every writer schema used in `published` (the projector's
-/// `--writer-schema-dir`); one record per batch when `record_per_batch`.
-pub fn produce_single_object(broker: &Broker, events: &Path, published: &Path, record_per_batch: bool) {
+/// Produces the generated events in `events` with the independent producer
+/// in wire `format` (`single-object`, `confluent` or `mixed`), publishing the
+/// writer schemas it uses in `schemas`, with further producer arguments
+/// (`--prefix`, `--garbage`, `--evolve`, …); returns its summary.
+pub fn produce(broker: &Broker, events: &Path, format: &str, schemas: &Path, more: &[&str]) -> serde_json::Value {
     let bootstrap = broker.bootstrap();
     let mut arguments = vec![
         "produce",
@@ -135,14 +136,20 @@ pub fn produce_single_object(broker: &Broker, events: &Path, published: &Path, r
         "--events",
         events.to_str().expect("utf-8 path"),
         "--format",
-        "single-object",
+        format,
         "--schemas",
-        published.to_str().expect("utf-8 path"),
+        schemas.to_str().expect("utf-8 path"),
     ];
-    if record_per_batch {
-        arguments.push("--record-per-batch");
-    }
-    python_producer(&arguments);
+    arguments.extend_from_slice(more);
+    python_producer(&arguments)
+}
+
+/// Produces the generated events in `events` single-object encoded, and
+/// publishes every writer schema used in `published` (the projector's
+/// `--writer-schema-dir`); one record per batch when `record_per_batch`.
+pub fn produce_single_object(broker: &Broker, events: &Path, published: &Path, record_per_batch: bool) {
+    let more: &[&str] = if record_per_batch { &["--record-per-batch"] } else { &[] };
+    produce(broker, events, "single-object", published, more);
 }
 
 /// Waits until the projector whose admin listener is `admin` is ready and

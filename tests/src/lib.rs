@@ -293,6 +293,20 @@ pub fn spawn_listening(command: &mut Command) -> (Child, BTreeMap<String, String
     (child, addresses)
 }
 
+/// Starts `query-api serve` over the store in `data` on port 0, without a
+/// snapshot schedule and logging warnings only. Returns the child and the
+/// public listener's address.
+pub fn serve_quietly(data: &Path) -> (Child, String) {
+    let mut serve = Command::new(binary("query-api"));
+    serve
+        .args(["serve", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--snapshot-interval-minutes", "0"])
+        .arg("--data-dir")
+        .arg(data)
+        .env("RUST_LOG", "warn");
+    let (server, mut listening) = spawn_listening(&mut serve);
+    (server, listening.remove("public").expect("public listener"))
+}
+
 /// Fails the test when an external tool (a checker, a browser, the broker)
 /// is not installed: a check that did not run must not pass.
 /// `scripts/test.sh` installs every one of them.

@@ -49,13 +49,8 @@ pub fn generate_license(
             Payload::LicenseStatus(status, Date::of(Timestamp(later)), Some("Changed by the licensor.".to_owned())),
         ));
     }
-    if random.chance(10) {
-        let later = at + random.range(400, 800) * DAY;
-        drafts.push(Draft::new(
-            Topic::Licenses,
-            id,
-            later,
-            Payload::LicenseRenewed(Some(Date(valid_from.0 + 10 * 365))),
-        ));
+    if let Some(renewed) = random.later_by_chance(10, at, 400, 800) {
+        let renewal = Payload::LicenseRenewed(Some(Date(valid_from.0 + 10 * 365)));
+        drafts.push(Draft::new(Topic::Licenses, id, renewed, renewal));
     }
 }

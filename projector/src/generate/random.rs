@@ -2,6 +2,8 @@
 //! gives the same event stream on every machine and every version of every
 //! dependency.
 
+use super::drafts::DAY;
+
 #[derive(Debug, Clone)]
 pub struct Random {
     state: u64,
@@ -37,6 +39,12 @@ impl Random {
     /// True with probability `percent` / 100.
     pub fn chance(&mut self, percent: u32) -> bool {
         self.next_u64() % 10_000 < u64::from(percent) * 100
+    }
+
+    /// With probability `percent` / 100, the instant `low_days` to
+    /// `high_days` days after `after` (in milliseconds).
+    pub fn later_by_chance(&mut self, percent: u32, after: i64, low_days: i64, high_days: i64) -> Option<i64> {
+        self.chance(percent).then(|| after + self.range(low_days, high_days) * DAY)
     }
 
     pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {

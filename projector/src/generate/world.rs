@@ -300,22 +300,13 @@ fn generate_work(random: &mut Random, drafts: &mut Vec<Draft>, seed: WorkSeed<'_
             issued,
             Payload::CertificateIssued(certificate.clone(), random.hex(64), Timestamp(issued)),
         ));
-        if random.chance(3) {
-            let revoked = issued + random.range(30, 300) * DAY;
-            drafts.push(Draft::new(
-                Topic::Certificates,
-                id,
-                revoked,
-                Payload::CertificateRevoked(certificate, "Issued in error.".to_owned()),
-            ));
-            if random.chance(50) {
-                let reissued = revoked + random.range(1, 30) * DAY;
-                drafts.push(Draft::new(
-                    Topic::Certificates,
-                    id,
-                    reissued,
-                    Payload::CertificateIssued(format!("CERT-{index:010}-2"), random.hex(64), Timestamp(reissued)),
-                ));
+        if let Some(revoked) = random.later_by_chance(3, issued, 30, 300) {
+            let revocation = Payload::CertificateRevoked(certificate, "Issued in error.".to_owned());
+            drafts.push(Draft::new(Topic::Certificates, id, revoked, revocation));
+            if let Some(reissued) = random.later_by_chance(50, revoked, 1, 30) {
+                let reissue =
+                    Payload::CertificateIssued(format!("CERT-{index:010}-2"), random.hex(64), Timestamp(reissued));
+                drafts.push(Draft::new(Topic::Certificates, id, reissued, reissue));
             }
         }
     }

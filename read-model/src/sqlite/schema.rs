@@ -19,8 +19,11 @@ pub const MODEL_DDL: &str = include_str!("../../../schemas/sqlite/model.sql");
 const MODEL_REVISION_2_UPGRADE: &str = include_str!("../../../schemas/sqlite/model-revision-2.sql");
 /// Records every published work in the change feed that revision 3 adds.
 const MODEL_REVISION_3_UPGRADE: &str = include_str!("../../../schemas/sqlite/model-revision-3.sql");
-/// Moves provenance entries, bulk rows and states into the WITHOUT ROWID tables of revision 4.
-const MODEL_REVISION_4_UPGRADE: &str = include_str!("../../../schemas/sqlite/model-revision-4.sql");
+/// Moves provenance entries, bulk rows and states into the WITHOUT ROWID
+/// tables of revision 4, once [`REVISION_4_TABLES`] exist under their new names.
+const MODEL_REVISION_4_COPY: &str = include_str!("../../../schemas/sqlite/model-revision-4.sql");
+/// The tables revision 4 gives a new shape.
+const REVISION_4_TABLES: [&str; 3] = ["provenance_entries", "bulk_rows", "aggregates"];
 
 /// The schema revision this binary writes and reads. Revision 2 keeps a
 /// work's four documents in one row (`work_documents`); revision 3 adds the
@@ -32,11 +35,32 @@ pub(super) fn migrate_catalog(connection: &mut Connection) -> Result<(), StoreEr
 }
 
 pub(super) fn migrate_model(connection: &mut Connection) -> Result<(), StoreError> {
+    let revision_4 = revision_4_upgrade()?;
     migrate(
         connection,
         MODEL_DDL,
-        &[(1, MODEL_REVISION_2_UPGRADE), (2, MODEL_REVISION_3_UPGRADE), (3, MODEL_REVISION_4_UPGRADE)],
+        &[(1, MODEL_REVISION_2_UPGRADE), (2, MODEL_REVISION_3_UPGRADE), (3, revision_4.as_str())],
     )
+}
+
+/// The upgrade to revision 4: each of [`REVISION_4_TABLES`] created as
+/// model.sql defines it, under the name `<table>_revision_4`, then the copy.
+fn revision_4_upgrade() -> Result<String, StoreError> {
+    let mut upgrade = String::new();
+    for table in REVISION_4_TABLES {
+        let create = format!("CREATE TABLE IF NOT EXISTS {table} (");
+        let start =
+            MODEL_DDL.find(&create).ok_or_else(|| StoreError::Corrupt(format!("model.sql does not define {table}")))?;
+        let length = MODEL_DDL[start..].find(';').map_or(MODEL_DDL.len() - start, |end| end + 1);
+        upgrade.push_str(&MODEL_DDL[start..start + length].replacen(
+            &create,
+            &format!("CREATE TABLE {table}_revision_4 ("),
+            1,
+        ));
+        upgrade.push('\n');
+    }
+    upgrade.push_str(MODEL_REVISION_4_COPY);
+    Ok(upgrade)
 }
 
 /// Applies `ddl`, then each upgrade whose revision is the file's, in one

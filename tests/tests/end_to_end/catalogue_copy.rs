@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use end_to_end_tests::{
     BASE_PATH, avro_files_in, binary, copy_files, http, issue_production_key, project, require_external_tool,
-    spawn_listening, workspace_root,
+    serve_quietly, workspace_root,
 };
 use projector::generate::{GenerateOptions, generate};
 use serde_json::Value;
@@ -70,14 +70,7 @@ fn a_partner_copies_the_catalogue_from_a_snapshot_and_keeps_it_equal_to_the_expo
         .expect("query-api snapshot");
     assert!(cut.status.success(), "{}", String::from_utf8_lossy(&cut.stderr));
 
-    let mut serve = Command::new(binary("query-api"));
-    serve
-        .args(["serve", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--snapshot-interval-minutes", "0"])
-        .arg("--data-dir")
-        .arg(&data)
-        .env("RUST_LOG", "warn");
-    let (mut server, mut listening) = spawn_listening(&mut serve);
-    let address = listening.remove("public").expect("public listener");
+    let (mut server, address) = serve_quietly(&data);
     let base_url = format!("http://{address}{BASE_PATH}");
     let key = issue_production_key(&data, &["bulk:read"], 1_000_000);
 

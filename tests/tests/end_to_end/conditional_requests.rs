@@ -7,7 +7,7 @@
 use std::process::Command;
 
 use end_to_end_tests::{
-    ALL_SCOPES, BASE_PATH, avro_files_in, binary, copy_files, http, issue_production_key, project, spawn_listening,
+    ALL_SCOPES, BASE_PATH, avro_files_in, copy_files, http, issue_production_key, project, serve_quietly,
 };
 use projector::generate::{GenerateOptions, generate};
 
@@ -39,14 +39,7 @@ fn tags_hold_until_the_projector_changes_a_record_and_then_change() {
     copy_files(&files[..half], &events);
     project(&events, &data, 500);
     let key = issue_production_key(&data, &ALL_SCOPES, 1_000_000);
-    let mut serve = Command::new(binary("query-api"));
-    serve
-        .args(["serve", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--snapshot-interval-minutes", "0"])
-        .arg("--data-dir")
-        .arg(&data)
-        .env("RUST_LOG", "warn");
-    let (mut server, mut listening) = spawn_listening(&mut serve);
-    let address = listening.remove("public").expect("public listener");
+    let (mut server, address) = serve_quietly(&data);
 
     let (_, _, body) = http(&address, "GET", &format!("{BASE_PATH}/bulk/works?limit=1000"), &[("x-api-key", &key)], "");
     let export: serde_json::Value = serde_json::from_str(&body).expect("json");

@@ -4,8 +4,8 @@
 //! document for document, the file-source projection of the same events.
 
 use end_to_end_tests::kafka::{
-    Broker, SchemaRegistry, create_topics, kafka_projector_command, list_dead_letters, project_until_caught_up,
-    python_producer, redrive_dead_letters,
+    Broker, SchemaRegistry, create_topics, kafka_projector_command, list_dead_letters, produce,
+    project_until_caught_up, redrive_dead_letters,
 };
 use end_to_end_tests::{ProjectedStream, assert_same_documents, dump_documents, generate_and_project};
 
@@ -16,29 +16,13 @@ fn both_wire_formats_give_the_file_projection_and_poison_is_parked_with_its_orig
     let expected = dump_documents(&clean);
 
     let broker = Broker::start(&directory.path().join("broker"));
-    let events_dir = events.to_str().expect("utf-8 path");
-    let bootstrap = broker.bootstrap();
 
     // Single-object encoding, plus undecodable messages. Some generated
     // files use a newer works schema; the producer publishes every writer
     // schema it uses, and the projector is given them as its writer-schema directory.
     create_topics(&broker, "a.", 3, &["a.dead-letters"]);
     let published = directory.path().join("published-schemas");
-    let produced = python_producer(&[
-        "produce",
-        "--bootstrap",
-        &bootstrap,
-        "--events",
-        events_dir,
-        "--format",
-        "single-object",
-        "--prefix",
-        "a.",
-        "--garbage",
-        "6",
-        "--schemas",
-        published.to_str().expect("utf-8 path"),
-    ]);
+    let produced = produce(&broker, &events, "single-object", &published, &["--prefix", "a.", "--garbage", "6"]);
     assert_eq!(produced["produced"].as_u64(), Some(manifest.events as u64));
     let data = directory.path().join("single-object");
     let single_object_projector = || {
@@ -88,20 +72,7 @@ fn both_wire_formats_give_the_file_projection_and_poison_is_parked_with_its_orig
     let schemas = directory.path().join("registry");
     let registry = SchemaRegistry::start(&schemas);
     create_topics(&broker, "b.", 2, &["b.dead-letters"]);
-    python_producer(&[
-        "produce",
-        "--bootstrap",
-        &bootstrap,
-        "--events",
-        events_dir,
-        "--format",
-        "mixed",
-        "--prefix",
-        "b.",
-        "--schemas",
-        schemas.to_str().expect("utf-8 path"),
-        "--evolve",
-    ]);
+    produce(&broker, &events, "mixed", &schemas, &["--prefix", "b.", "--evolve"]);
     let data = directory.path().join("confluent");
     let mut command = kafka_projector_command(&broker, &data, "projector-b", "b.");
     command.args(["--schema-registry-url", &registry.url]);
