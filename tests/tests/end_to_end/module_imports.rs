@@ -340,3 +340,32 @@ fn use_trees_expand_to_every_path_they_name() {
     let (paths, _) = path_tree(code, start);
     assert_eq!(paths, ["crate::a::self", "crate::a::b::C", "crate::a::b::D", "crate::a::f"]);
 }
+
+/// The Architecture Invariants that the query API never decodes Avro and
+/// never writes documents: neither it nor the read model depends on
+/// `apache-avro`, and no source of the query API names the projector's
+/// write port or its batch write.
+#[test]
+fn the_query_api_neither_decodes_avro_nor_writes_documents() {
+    for krate in ["query-api", "read-model"] {
+        let manifest = std::fs::read_to_string(workspace_root().join(krate).join("Cargo.toml")).expect("a manifest");
+        assert!(!manifest.contains("apache-avro"), "{krate} depends on apache-avro");
+    }
+    let mut pending = vec![workspace_root().join("query-api").join("src")];
+    let mut files = 0;
+    while let Some(directory) = pending.pop() {
+        for entry in std::fs::read_dir(&directory).expect("a source directory") {
+            let path = entry.expect("an entry").path();
+            if path.is_dir() {
+                pending.push(path);
+                continue;
+            }
+            files += 1;
+            let code = without_comments_and_strings(&std::fs::read_to_string(&path).expect("a source file"));
+            for name in ["ProjectionWrites", "apply_batch", "apache_avro"] {
+                assert!(!code.contains(name), "{} names {name}", path.display());
+            }
+        }
+    }
+    assert!(files > 40, "only {files} files read");
+}
