@@ -1,0 +1,171 @@
+//! The programs as an operator and a user run them: the single-machine
+//! service started and restarted, and production keys issued and revoked
+//! through the operator's command.
+
+use std::path::Path;
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+use crate::{BASE_PATH, binary, http, spawn_listening, workspace_root};
+
+/// The single-machine service (`rights-service`) as a user starts it, on
+/// ports it picks itself and reports, with a data directory of its own,
+/// once the bundled sandbox fixtures are projected and served. It is killed
+/// when dropped.
+#[derive(Debug)]
+pub struct RunningService {
+    pub address: String,
+    pub admin: String,
+    pub data: tempfile::TempDir,
+    child: Child,
+}
+
+impl RunningService {
+    /// Starts the service with extra environment variables; `before_start`
+    /// runs on the empty data directory first (to issue production keys).
+    pub fn start(environment: &[(&str, &str)], before_start: impl FnOnce(&Path)) -> RunningService {
+        let data = tempfile::tempdir().expect("tempdir");
+        before_start(data.path());
+        RunningService::start_in(data, environment)
+    }
+
+    /// Stops the service with SIGTERM and starts it again on the same data
+    /// directory, as a user who stops and reruns `cargo run --release`.
+    pub fn restart(mut self, environment: &[(&str, &str)]) -> RunningService {
+        let status = self.terminate();
+        assert!(status.success(), "SIGTERM stops the service cleanly: {status:?}");
+        let data = std::mem::replace(&mut self.data, tempfile::tempdir().expect("tempdir"));
+        RunningService::start_in(data, environment)
+    }
+
+    fn start_in(data: tempfile::TempDir, environment: &[(&str, &str)]) -> RunningService {
+        let mut command = Command::new(binary("rights-service"));
+        command
+            .current_dir(workspace_root())
+            .arg("--data-dir")
+            .arg(data.path())
+            .args(["--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"])
+            .envs(environment.iter().copied())
+            .env("RUST_LOG", "warn");
+        let (child, mut listening) = spawn_listening(&mut command);
+        let address = listening.remove("public").expect("a public listener");
+        let admin = listening.remove("admin").expect("an admin listener");
+        let service = RunningService { address, admin, data, child };
+        service.wait_until_the_fixtures_are_served();
+        service
+    }
+
+    fn wait_until_the_fixtures_are_served(&self) {
+        let started = Instant::now();
+        for attempt in 0_u32.. {
+            assert!(started.elapsed() < Duration::from_secs(60), "the service did not serve the fixtures");
+            // Behind a trusted proxy each attempt counts as a client of its
+            // own, so that the waiting spends no test's quota.
+            let forwarded = format!("203.0.{}.{}", attempt >> 8 & 255, attempt & 255);
+            let headers = [("x-forwarded-for", forwarded.as_str())];
+            let (status, _, body) = http(&self.address, "GET", &format!("{BASE_PATH}/sandbox/fixtures"), &headers, "");
+            let parsed: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+            if status == 200 && parsed["count"].as_u64() == Some(28) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// `http://ADDRESS` of the public listener.
+    pub fn origin(&self) -> String {
+        format!("http://{}", self.address)
+    }
+
+    /// A request to the public listener, under the base path.
+    pub fn request(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> (u16, Vec<(String, String)>, String) {
+        http(&self.address, method, &format!("{BASE_PATH}{path}"), headers, body)
+    }
+
+    /// A new sandbox key from `POST /sandbox/register`.
+    pub fn register_sandbox_key(&self) -> String {
+        let (status, _, body) = self.request(
+            "POST",
+            "/sandbox/register",
+            &[("content-type", "application/json")],
+            r#"{"email":"me@example.org"}"#,
+        );
+        assert_eq!(status, 201, "{body}");
+        let registered: serde_json::Value = serde_json::from_str(&body).expect("json");
+        registered["apiKey"].as_str().expect("key").to_owned()
+    }
+
+    /// The process id, to read its resource use.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// SIGTERM, then the exit status.
+    pub fn stop(mut self) -> std::process::ExitStatus {
+        self.terminate()
+    }
+
+    fn terminate(&mut self) -> std::process::ExitStatus {
+        let killed = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status().expect("kill");
+        assert!(killed.success());
+        self.child.wait().expect("exit")
+    }
+}
+
+impl Drop for RunningService {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Every scope of the specification.
+pub const ALL_SCOPES: [&str; 6] =
+    ["rights:read", "rights:verify", "licenses:read", "metadata:read", "bulk:read", "evidence:read"];
+
+/// Issues a production key through the operator command, on the store in `data`.
+pub fn issue_production_key(data: &Path, scopes: &[&str], rate_limit: u32) -> String {
+    issue_production_key_with_id(data, scopes, rate_limit).0
+}
+
+/// [`issue_production_key`], with the key's id (from what the command tells the operator).
+pub fn issue_production_key_with_id(data: &Path, scopes: &[&str], rate_limit: u32) -> (String, String) {
+    let output = Command::new(binary("query-api"))
+        .arg("keys")
+        .arg("--data-dir")
+        .arg(data)
+        .args(["issue", "--partner", "End-to-end tests", "--rate-limit", &rate_limit.to_string()])
+        .args(["--scopes", &scopes.join(",")])
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("query-api keys issue runs");
+    let told = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{told}");
+    let key = String::from_utf8(output.stdout).expect("utf-8").lines().next().expect("the key").trim().to_owned();
+    let key_id = told
+        .split_whitespace()
+        .skip_while(|word| *word != "issued")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no key id in {told:?}"))
+        .to_owned();
+    (key, key_id)
+}
+
+/// Revokes a production key through the operator command, on the store in `data`.
+pub fn revoke_production_key(data: &Path, key_id: &str) {
+    let output = Command::new(binary("query-api"))
+        .arg("keys")
+        .arg("--data-dir")
+        .arg(data)
+        .args(["revoke", key_id])
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("query-api keys revoke runs");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+}
