@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Kafka benchmark: events per second from a tansu broker into the SQLite
+# Kafka benchmark: events per second from an Apache Kafka broker (KRaft,
+# scripts/kafka.sh) into the SQLite
 # store, beside the rate at which a bare rdkafka consumer (doing nothing with
 # the messages) drains the same topics in the same run.
 #
@@ -9,31 +10,29 @@
 # the same kind of stream, to compare builds in alternating runs;
 # BATCH_SIZE=N sets the projector's batch (default 30000, as the projector's).
 #
-# Needs tansu (see .ci/run) and the Python producer's packages
-# (tests/python-requirements.txt). Prints both rates and their ratio.
+# Needs Java 17 and Maven (the broker's jars, scripts/install-engines.sh) and
+# the Python producer's packages (tests/python-requirements.txt). Prints both
+# rates and their ratio.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 works="${1:-185000}"
 work_directory="$(mktemp -d)"
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work_directory"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null || true; scripts/kafka.sh stop "$work_directory/broker"; rm -rf "$work_directory"' EXIT
 
 cargo build --release --quiet -p projector --bin projector --example bare_consumer
 projector="${PROJECTOR:-target/release/projector}"
 bare=target/release/examples/bare_consumer
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-tansu broker --listener-url "tcp://127.0.0.1:$port" --advertised-listener-url "tcp://127.0.0.1:$port" \
-    --storage-engine memory://tansu/ >"$work_directory/tansu.log" 2>&1 &
-until python3 -c "import socket; socket.create_connection(('127.0.0.1',$port),1)" 2>/dev/null; do sleep 0.2; done
+bootstrap=$(scripts/kafka.sh start "$work_directory/broker")
 
 "$projector" generate --works "$works" --seed 7 --out "$work_directory/events" >"$work_directory/manifest.json"
-python3 tests/kafka/produce.py topics --bootstrap "127.0.0.1:$port" --partitions 6 --extra-topic dead-letters >/dev/null
+python3 tests/kafka/produce.py topics --bootstrap "$bootstrap" --partitions 6 --extra-topic dead-letters >/dev/null
 echo "producing $(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['events'])" "$work_directory/manifest.json") events..." >&2
-python3 tests/kafka/produce.py produce --bootstrap "127.0.0.1:$port" --events "$work_directory/events" \
+python3 tests/kafka/produce.py produce --bootstrap "$bootstrap" --events "$work_directory/events" \
     --format single-object --schemas "$work_directory/schemas" >"$work_directory/produced.json"
 
-"$bare" "127.0.0.1:$port" >"$work_directory/bare.json"
+"$bare" "$bootstrap" >"$work_directory/bare.json"
 start=$(date +%s.%N)
-"$projector" run --source "kafka://127.0.0.1:$port" --data-dir "$work_directory/data" --admin-listen 127.0.0.1:0 \
+"$projector" run --source "kafka://$bootstrap" --data-dir "$work_directory/data" --admin-listen 127.0.0.1:0 \
     --dead-letter-topic dead-letters --writer-schema-dir "$work_directory/schemas" --batch-size "${BATCH_SIZE:-30000}" \
     --exit-when-caught-up >"$work_directory/summary.json" 2> >(sed 's/\x1b\[[0-9;]*m//g' >"$work_directory/projector.log")
 end=$(date +%s.%N)

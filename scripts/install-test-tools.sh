@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs what the test suite needs and is missing, then puts it on PATH.
+# Installs what the test suite needs and is missing.
 # Sourced by scripts/test.sh, so the suite runs as written on a fresh machine;
 # on a machine that has everything it only checks, in a few seconds.
 #
@@ -10,7 +10,9 @@
 #   chromium        renders /api/docs headless
 #   wrk             drives the load benchmark's smoke test
 #   nginx           the shipped balancer configuration in front of two replicas
-#   tansu           the Kafka-protocol broker (scripts/install-tansu.sh)
+#   java, maven     (Debian: openjdk-17-jdk-headless, maven) run and fetch the engines
+#   engines         Apache Cassandra and Apache Kafka, fetched with Maven into a
+#                   per-machine cache (scripts/install-engines.sh)
 #   Python tools    tests/python-requirements.txt: the OpenAPI checkers, the
 #                   independent Kafka producer, hadolint
 #
@@ -27,6 +29,8 @@ command -v docker-compose >/dev/null || missing_packages+=(docker-compose)
 command -v chromium >/dev/null || missing_packages+=(chromium)
 command -v wrk >/dev/null || missing_packages+=(wrk)
 [ -x /usr/sbin/nginx ] || command -v nginx >/dev/null || missing_packages+=(nginx)
+command -v java >/dev/null || missing_packages+=(openjdk-17-jdk-headless)
+command -v mvn >/dev/null || missing_packages+=(maven)
 if ((${#missing_packages[@]})); then
     as_root=()
     [ "$(id -u)" -eq 0 ] || as_root=(sudo)
@@ -35,14 +39,6 @@ if ((${#missing_packages[@]})); then
     "${as_root[@]}" apt-get install -y -qq --no-install-recommends "${missing_packages[@]}" >/dev/null
 fi
 
-# tansu 0.6.0 with its memory engine (most tests), its SQLite engine (the
-# broker-restart test) and the group fix the consumer-group test needs, built
-# once per machine (about 12 minutes on 2 cores). Its root is named after the
-# patch's hash, so no other tansu on the PATH, nor one built with an older
-# patch, is taken for it.
-tansu_patch_hash=$(sha256sum tests/kafka/tansu-broker-0.6.0-group-rebalance.patch | cut -c1-12)
-tansu_root="${HOME}/.local/lib/tansu-0.6.0-dynostore-libsql-${tansu_patch_hash}"
-[ -x "$tansu_root/bin/tansu" ] || scripts/install-tansu.sh "$tansu_root"
-export PATH="$tansu_root/bin:$PATH"
+scripts/install-engines.sh >/dev/null
 
 python3 -m pip install --quiet --disable-pip-version-check -r tests/python-requirements.txt

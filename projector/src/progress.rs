@@ -79,6 +79,10 @@ impl PartitionBoard {
                 progress.assigned = true;
                 progress.next_offset = *next_offset;
                 progress.last_progress = now;
+                // A watermark seen before this assignment may predate what the
+                // broker took since (a broker restart, another member's time
+                // with the partition): lag is unknown until the broker says.
+                progress.high_watermark = None;
             }
         });
     }
@@ -222,6 +226,21 @@ mod tests {
         assert!(!board.caught_up(), "the store has not applied partition 0");
         board.assigned(&[]);
         assert!(!board.caught_up_with(&handed), "nothing assigned");
+    }
+
+    #[test]
+    fn a_reassigned_partition_forgets_its_watermark_until_the_broker_reports_one_again() {
+        let board = PartitionBoard::new(Duration::from_secs(60));
+        board.assigned(&[(works(0), 0)]);
+        board.high_watermark(&works(0), 10);
+        board.applied(&[checkpoint(0, 10)], &[]);
+        assert!(board.caught_up());
+        board.assigned(&[]);
+        board.assigned(&[(works(0), 10)]);
+        assert_eq!(board.report()[0].lag_messages, None, "the old watermark may predate what the broker took since");
+        assert!(!board.caught_up_with(&HashMap::from([(works(0), 10)])));
+        board.high_watermark(&works(0), 14);
+        assert_eq!(board.report()[0].lag_messages, Some(4));
     }
 
     #[test]

@@ -9,7 +9,6 @@ contract's two wire formats, and produces it keyed by its aggregate id
   produce.py topics  --bootstrap H:P [--prefix P] [--partitions N] [--extra-topic T]
   produce.py produce --bootstrap H:P --events DIR --format F [--schemas DIR]
                      [--prefix P] [--evolve] [--garbage N] [--from-index I] [--to-index J]
-                     [--record-per-batch]
 
 Formats: `single-object` (C3 01 + CRC-64-AVRO fingerprint of the schema's
 Parsing Canonical Form, computed here from the specification), `confluent`
@@ -124,11 +123,7 @@ def produce(arguments):
             "bootstrap.servers": arguments.bootstrap,
             "enable.idempotence": True,
             "linger.ms": 20,
-            # tansu 0.6 (memory engine) serves a fetch only from an offset
-            # that starts a record batch; a consumer resuming inside a batch
-            # gets nothing. Tests that restart consumers mid-stream send one
-            # record per batch; Apache Kafka has no such limit.
-            "batch.num.messages": 1 if arguments.record_per_batch else 10000,
+            "batch.num.messages": 10000,
             "queue.buffering.max.messages": 200000,
         }
     )
@@ -209,7 +204,6 @@ def main():
     send.add_argument("--garbage", type=int, default=0)
     send.add_argument("--from-index", type=int, default=0)
     send.add_argument("--to-index", type=int)
-    send.add_argument("--record-per-batch", action="store_true")
     arguments = parser.parse_args()
     if arguments.command == "topics":
         create_topics(arguments)

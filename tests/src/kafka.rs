@@ -1,90 +1,57 @@
-//! Real Kafka parts for the end-to-end tests: a `tansu` broker on a free
-//! port, the independent Python producer and schema registry of
+//! Real Kafka parts for the end-to-end tests: Apache Kafka brokers (KRaft)
+//! started by `scripts/kafka.sh` from the jars `scripts/install-engines.sh`
+//! fetched, the independent Python producer and schema registry of
 //! `tests/kafka/`, and the projector binary pointed at them.
 //!
-//! Without `tansu` (installed by `scripts/test.sh`) a test fails.
+//! Without Java or the fetched jars a test fails.
 
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::{binary, require_external_tool, workspace_root};
+use crate::{binary, workspace_root};
 
-/// A running `tansu` broker, killed when dropped.
+/// Apache Kafka nodes (each broker and controller) under a directory of
+/// their own, stopped when dropped. Their data is on disk, so a node
+/// restarted finds its topics again.
 #[derive(Debug)]
 pub struct Broker {
-    child: Option<Child>,
-    pub port: u16,
-    storage: PathBuf,
-    engine: &'static str,
+    directory: PathBuf,
+    nodes: usize,
+    bootstrap: String,
 }
 
-/// Topics in memory: fast, and gone when the broker stops.
-const MEMORY_ENGINE: &str = "memory://tansu/";
-/// Topics in a SQLite file under the broker's storage directory, kept across
-/// a restart; needs tansu built with the `libsql` feature (`scripts/install-tansu.sh`).
-const SQLITE_ENGINE: &str = "sqlite://tansu.db";
-
-/// A port that was free a moment ago on the loopback interface, for the
-/// broker alone: tansu takes its port from its command line and cannot
-/// report one it picked, and a restarted broker must come back on the same
-/// port. Every program of ours listens on port 0 and reports its port.
-fn free_port_for_the_broker() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("address").port()
+/// Runs `scripts/kafka.sh` with `arguments`; returns what it prints, or
+/// fails the test with what it said.
+fn kafka_script(arguments: &[&str]) -> String {
+    let output = Command::new(workspace_root().join("scripts/kafka.sh"))
+        .args(arguments)
+        .stderr(Stdio::piped())
+        .output()
+        .expect("scripts/kafka.sh runs");
+    assert!(
+        output.status.success(),
+        "scripts/kafka.sh {arguments:?} failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).trim().to_owned()
 }
 
 impl Broker {
-    /// Starts a broker on a free port that keeps its topics in memory.
-    pub fn start(storage: &Path) -> Broker {
-        Broker::launched(storage, MEMORY_ENGINE)
+    /// Starts one node under `directory`.
+    pub fn start(directory: &Path) -> Broker {
+        Broker::cluster(directory, 1)
     }
 
-    /// Starts a broker that keeps its topics in a file under `storage`, so a
-    /// restart finds them again (tansu built with its SQLite engine).
-    pub fn start_persistent(storage: &Path) -> Broker {
-        Broker::launched(storage, SQLITE_ENGINE)
-    }
-
-    fn launched(storage: &Path, engine: &'static str) -> Broker {
-        require_external_tool("tansu");
-        let mut broker =
-            Broker { child: None, port: free_port_for_the_broker(), storage: storage.to_path_buf(), engine };
-        broker.launch().unwrap_or_else(|reason| panic!("{reason}"));
-        broker
-    }
-
-    fn launch(&mut self) -> Result<(), String> {
-        std::fs::create_dir_all(&self.storage).expect("broker storage");
-        let listener = format!("tcp://127.0.0.1:{}", self.port);
-        let mut child = Command::new("tansu")
-            .arg("broker")
-            .args(["--listener-url", &listener, "--advertised-listener-url", &listener])
-            .args(["--storage-engine", self.engine])
-            .env("RUST_LOG", "warn")
-            .current_dir(&self.storage)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|error| format!("tansu does not start: {error}"))?;
-        let started = Instant::now();
-        while TcpStream::connect(("127.0.0.1", self.port)).is_err() {
-            if let Ok(Some(status)) = child.try_wait() {
-                return Err(format!("tansu with storage {} exited at start ({status})", self.engine));
-            }
-            if started.elapsed() > Duration::from_secs(30) {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!("tansu does not listen on port {} after 30 s", self.port));
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        self.child = Some(child);
-        Ok(())
+    /// Starts `nodes` nodes under `directory`, one controller quorum.
+    pub fn cluster(directory: &Path, nodes: usize) -> Broker {
+        let path = directory.to_str().expect("utf-8 path");
+        let bootstrap = kafka_script(&["start", path, &nodes.to_string()]);
+        Broker { directory: directory.to_path_buf(), nodes, bootstrap }
     }
 
     pub fn bootstrap(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
+        self.bootstrap.clone()
     }
 
     /// The projector's `--source` for this broker.
@@ -92,24 +59,41 @@ impl Broker {
         format!("kafka://{}", self.bootstrap())
     }
 
-    /// Kills the broker (SIGKILL).
+    /// Kills every node (SIGKILL).
     pub fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
+        for node in 1..=self.nodes {
+            self.kill_node(node);
         }
     }
 
-    /// Starts it again on the same port and storage.
+    /// Kills node `node` (1-based) at once.
+    pub fn kill_node(&mut self, node: usize) {
+        kafka_script(&["kill", self.directory.to_str().expect("utf-8 path"), &node.to_string()]);
+    }
+
+    /// Starts every node again on its data and ports.
     pub fn restart(&mut self) {
-        self.kill();
-        self.launch().expect("tansu starts again");
+        for node in 1..=self.nodes {
+            self.restart_node(node);
+        }
+    }
+
+    /// Starts node `node` again on its data and ports.
+    pub fn restart_node(&mut self, node: usize) {
+        kafka_script(&["restart", self.directory.to_str().expect("utf-8 path"), &node.to_string()]);
+    }
+
+    /// Where node `node` logs, for a failing test to print.
+    pub fn log(&self, node: usize) -> PathBuf {
+        self.directory.join(format!("node-{node}")).join("server.log")
     }
 }
 
 impl Drop for Broker {
     fn drop(&mut self) {
-        self.kill();
+        let _ = Command::new(workspace_root().join("scripts/kafka.sh"))
+            .args(["stop", self.directory.to_str().unwrap_or_default()])
+            .status();
     }
 }
 
@@ -146,14 +130,14 @@ pub fn produce(broker: &Broker, events: &Path, format: &str, schemas: &Path, mor
 
 /// Produces the generated events in `events` single-object encoded, and
 /// publishes every writer schema used in `published` (the projector's
-/// `--writer-schema-dir`); one record per batch when `record_per_batch`.
-pub fn produce_single_object(broker: &Broker, events: &Path, published: &Path, record_per_batch: bool) {
-    let more: &[&str] = if record_per_batch { &["--record-per-batch"] } else { &[] };
-    produce(broker, events, "single-object", published, more);
+/// `--writer-schema-dir`).
+pub fn produce_single_object(broker: &Broker, events: &Path, published: &Path) {
+    produce(broker, events, "single-object", published, &[]);
 }
 
 /// Waits until the projector whose admin listener is `admin` is ready and
-/// reports `partitions` partitions, each with a known high watermark and no lag.
+/// reports `partitions` partitions, each with a known high watermark and no
+/// lag, and no document waiting to be rendered.
 pub fn wait_until_caught_up(admin: &str, partitions: usize) {
     let started = Instant::now();
     loop {
@@ -164,7 +148,8 @@ pub fn wait_until_caught_up(admin: &str, partitions: usize) {
         if let Ok((200, metrics)) = answers {
             let lags: Vec<&str> =
                 metrics.lines().filter(|line| line.starts_with("lcc_projector_partition_lag_messages")).collect();
-            if lags.len() == partitions && lags.iter().all(|line| line.ends_with(" 0")) {
+            let rendered = metrics.lines().any(|line| line == "lcc_projector_documents_awaiting_render 0");
+            if lags.len() == partitions && lags.iter().all(|line| line.ends_with(" 0")) && rendered {
                 return;
             }
         }

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use projector::generate::{GenerateOptions, Manifest, generate};
 use rusqlite::types::ValueRef;
 
+pub mod cql;
 pub mod kafka;
 mod service;
 

@@ -325,8 +325,7 @@ pub async fn batches_rendered_from_changed_inputs_are_refused_or_reported(store:
 
 /// Expands to one `#[tokio::test]` per conformance case, each with a fresh store
 /// from `$factory` (an async fn returning `StoreUnderTest`) and with the
-/// attributes given before it (`#[ignore = "…"]` for a backend that needs a
-/// server, so the test runner reports its cases as skipped).
+/// test attributes given before it.
 #[macro_export]
 macro_rules! store_conformance_tests {
     ($(#[$attribute:meta])* $factory:path) => {

@@ -28,7 +28,7 @@ fn sigkill_mid_stream_then_restart_gives_the_file_projection_and_sigterm_exits_c
     let broker = Broker::start(&directory.path().join("broker"));
     create_topics(&broker, "", 3, &["dead-letters"]);
     let published = directory.path().join("published-schemas");
-    produce_single_object(&broker, &events, &published, true);
+    produce_single_object(&broker, &events, &published);
     let data = directory.path().join("killed");
     // Every start joins a group of its own: where a start resumes comes from
     // the store's checkpoints, not from offsets committed to Kafka, and no
@@ -90,7 +90,7 @@ fn an_absent_broker_gives_readiness_false_and_projection_resumes_when_it_comes()
 
     broker.restart();
     create_topics(&broker, "", 3, &["dead-letters"]);
-    produce_single_object(&broker, &events, &published, false); // Six topics of three partitions.
+    produce_single_object(&broker, &events, &published); // Six topics of three partitions.
     wait_until_caught_up(&admin, 18);
     assert_same_documents(&dump_documents(&clean), &dump_documents(&data));
 
@@ -129,10 +129,10 @@ fn a_broker_killed_mid_stream_and_restarted_with_its_topics_loses_no_event() {
     // the projector must fetch from the restarted broker (not from what its
     // client fetched before) and park poison events through it.
     let (first_half, second_half) = split_segments(&events, &directory.path().join("halves"));
-    let mut broker = Broker::start_persistent(&directory.path().join("broker"));
+    let mut broker = Broker::start(&directory.path().join("broker"));
     create_topics(&broker, "", 3, &["dead-letters"]);
     let published = directory.path().join("published-schemas");
-    produce_single_object(&broker, &first_half, &published, true);
+    produce_single_object(&broker, &first_half, &published);
 
     let data = directory.path().join("data");
     let mut projector = kafka_projector_command(&broker, &data, "projector", "");
@@ -150,7 +150,7 @@ fn a_broker_killed_mid_stream_and_restarted_with_its_topics_loses_no_event() {
     let parked_before_restart = events_committed(&admin, "parked");
     std::thread::sleep(Duration::from_secs(2));
     broker.restart();
-    produce_single_object(&broker, &second_half, &published, true);
+    produce_single_object(&broker, &second_half, &published);
     // Lag is known from fetch statistics, which may still predate the second
     // half; every event is applied exactly once, so the applied count is exact.
     let started = Instant::now();

@@ -4,12 +4,6 @@
 //! member's from the store's checkpoints, and the final store equals the
 //! file-source projection of the same events.
 //!
-//! The broker is tansu 0.6.0 with the group fix of
-//! `tests/kafka/tansu-broker-0.6.0-group-rebalance.patch`
-//! (`scripts/install-tansu.sh`): unpatched, its coordinator hands the
-//! survivor its old assignment again and the killed member's partitions are
-//! never consumed, so this test would time out.
-//!
 //! The projectors write into one store while each renders documents whose
 //! inputs another changes (a work on one's partition names a party on
 //! another's), so the store's read-set check (`read_model::read_set`) is
@@ -73,9 +67,6 @@ fn projectors_split_the_partitions_and_a_killed_members_partitions_resume_from_t
     let broker = Broker::start(&directory.path().join("broker"));
     create_topics(&broker, "", PARTITIONS as u32, &["dead-letters"]);
     let published = directory.path().join("published-schemas");
-    // One record per batch: tansu serves a fetch only from the start of a
-    // record batch, and members resume mid-stream from the store's checkpoints.
-    produce_single_object(&broker, &events, &published, true);
 
     let data = directory.path().join("shared-store");
     let start = || {
@@ -86,21 +77,27 @@ fn projectors_split_the_partitions_and_a_killed_members_partitions_resume_from_t
     };
     let mut members = [start(), start()];
     let admins = [members[0].1.clone(), members[1].1.clone()];
+    wait_for(&[&admins[0], &admins[1]], "the two projectors split the partitions", split_among_all);
 
-    // Either member may be assigned every partition first and catch up on
-    // them before the other joins; the one killed is one with messages left.
-    let behind = |assignment: &(usize, Option<i64>)| assignment.1.is_some_and(|lag| lag > 0);
-    let assignments = wait_for(
-        &[&admins[0], &admins[1]],
-        "the two projectors split the partitions while one of them has messages left",
-        |assignments| split_among_all(assignments) && assignments.iter().any(behind),
-    );
-    let killed = assignments.iter().position(behind).expect("a member with messages left");
+    // The events arrive once the group has formed, so both members have
+    // messages left while they are produced; the one killed is one of them.
+    let producer = std::thread::scope(|scope| {
+        let producing = scope.spawn(|| produce_single_object(&broker, &events, &published));
+        let behind = |assignment: &(usize, Option<i64>)| assignment.1.is_some_and(|lag| lag > 0);
+        let assignments =
+            wait_for(&[&admins[0], &admins[1]], "one of the two projectors has messages left", |assignments| {
+                split_among_all(assignments) && assignments.iter().any(behind)
+            });
+        let killed = assignments.iter().position(behind).expect("a member with messages left");
+        let child = &mut members[killed].0.0;
+        child.kill().expect("SIGKILL");
+        child.wait().expect("reaped");
+        producing.join().expect("the producer finishes");
+        (assignments, killed)
+    });
+    let (assignments, killed) = producer;
     let survivor_admin = &admins[1 - killed];
     let rebalances = metric(survivor_admin, "lcc_projector_rebalances_total");
-    let child = &mut members[killed].0.0;
-    child.kill().expect("SIGKILL");
-    child.wait().expect("reaped");
     let (partitions, lag) = assignments[killed];
     eprintln!("killed a projector with {} messages left on its {partitions} partitions", lag.unwrap_or_default());
 

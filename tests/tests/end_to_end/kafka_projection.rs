@@ -1,4 +1,4 @@
-//! The projector on real topics: a tansu broker, events produced by an
+//! The projector on real topics: an Apache Kafka broker, events produced by an
 //! independent producer (Python confluent-kafka with fastavro) in both wire
 //! formats, and the real projector binary. The store it builds must equal,
 //! document for document, the file-source projection of the same events.

@@ -40,7 +40,7 @@ fn a_rebuild_is_activated_under_load_without_a_failed_request_and_the_old_versio
     let broker = Broker::start(&directory.path().join("broker"));
     create_topics(&broker, "", 2, &["dead-letters"]);
     let published = directory.path().join("published-schemas");
-    produce_single_object(&broker, &events, &published, true);
+    produce_single_object(&broker, &events, &published);
     // The live projector follows the topics into version 1 (the first, so active).
     let data = directory.path().join("data");
     let mut live = kafka_projector_command(&broker, &data, "live", "");

@@ -9,6 +9,7 @@ mod balancer;
 mod catalogue_copy;
 mod concurrent_readers;
 mod conditional_requests;
+mod cql_crash_and_resume;
 mod crash_and_resume;
 mod cross_origin_page;
 mod dead_letters;

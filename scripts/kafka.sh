@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# Starts and stops Apache Kafka brokers in KRaft mode from the jars that
+# scripts/install-engines.sh fetched, without a container engine. Each node
+# is broker and controller at once, on two free ports of 127.0.0.1 chosen at
+# the first start and kept for restarts; a cluster of three forms one
+# controller quorum. Settings for tests: topics replicated as widely as the
+# cluster allows, no delay before a group's first rebalance.
+#
+#   scripts/kafka.sh start DIR [BROKERS]   format and start BROKERS nodes (default 1) under DIR,
+#                                          each ready; print the bootstrap servers
+#   scripts/kafka.sh stop DIR              stop every node started under DIR
+#   scripts/kafka.sh kill DIR N            kill node N at once (SIGKILL)
+#   scripts/kafka.sh restart DIR N         start node N again on its data, ready
+#
+# Each node keeps its data, its log (`DIR/node-N/server.log`) and its pid
+# file under DIR/node-N; a node that does not come up prints its log.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+command="${1:?usage: scripts/kafka.sh start|stop|kill|restart DIR [N]}"
+directory="${2:?usage: scripts/kafka.sh start|stop|kill|restart DIR [N]}"
+library=$(scripts/install-engines.sh | sed -n 's/^KAFKA_LIB=//p')
+java_options=(-Xms128m -Xmx512m -XX:+UseG1GC -XX:ParallelGCThreads=1 -XX:ConcGCThreads=1
+    -XX:+ExitOnOutOfMemoryError -Djava.net.preferIPv4Stack=true)
+
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# configure N BROKERS VOTERS: writes node N's server.properties and log configuration.
+configure() {
+    local node_directory="$directory/node-$1" replication=$(($2 < 3 ? $2 : 3))
+    mkdir -p "$node_directory"
+    cat >"$node_directory/server.properties" <<PROPERTIES
+process.roles=broker,controller
+node.id=$1
+controller.quorum.voters=$3
+listeners=PLAINTEXT://127.0.0.1:$(cat "$node_directory/broker-port"),CONTROLLER://127.0.0.1:$(cat "$node_directory/controller-port")
+advertised.listeners=PLAINTEXT://127.0.0.1:$(cat "$node_directory/broker-port")
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+log.dirs=$node_directory/data
+num.partitions=1
+default.replication.factor=$replication
+min.insync.replicas=$((replication > 1 ? 2 : 1))
+offsets.topic.replication.factor=$replication
+offsets.topic.num.partitions=4
+transaction.state.log.replication.factor=$replication
+transaction.state.log.min.isr=$((replication > 1 ? 2 : 1))
+group.initial.rebalance.delay.ms=0
+auto.create.topics.enable=false
+PROPERTIES
+    cat >"$node_directory/log4j2.properties" <<PROPERTIES
+status = warn
+appender.file.type = File
+appender.file.name = FILE
+appender.file.fileName = $node_directory/server.log
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = info
+rootLogger.appenderRef.file.ref = FILE
+PROPERTIES
+}
+
+# launch N: starts node N in the background and records its pid.
+launch() {
+    local node_directory="$directory/node-$1"
+    java "${java_options[@]}" -Dlog4j2.configurationFile="$node_directory/log4j2.properties" \
+        -cp "$library/*" kafka.Kafka "$node_directory/server.properties" >>"$node_directory/stdout.log" 2>&1 &
+    echo $! >"$node_directory/pid"
+}
+
+# started N: how many times node N's log says it started.
+started() {
+    local count
+    count=$(grep -c "Kafka Server started" "$directory/node-$1/server.log" 2>/dev/null) || true
+    echo "${count:-0}"
+}
+
+# ready N BEFORE: waits until node N's log says it started once more than
+# BEFORE times; prints its log and fails if it does not.
+ready() {
+    local node_directory="$directory/node-$1" since
+    since=$(date +%s)
+    until (($(started "$1") > $2)); do
+        if ! kill -0 "$(cat "$node_directory/pid")" 2>/dev/null || (($(date +%s) - since > 120)); then
+            echo "Kafka node $1 did not start; its log ($node_directory):" >&2
+            tail -n 60 "$node_directory/server.log" "$node_directory/stdout.log" >&2 || true
+            exit 1
+        fi
+        sleep 0.2
+    done
+}
+
+# signal SIGNAL N: sends SIGNAL to node N and waits until it has exited.
+signal() {
+    local pid_file="$directory/node-$2/pid"
+    [ -f "$pid_file" ] || return 0
+    local pid
+    pid=$(cat "$pid_file")
+    kill "-$1" "$pid" 2>/dev/null || true
+    for _ in $(seq 1 600); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+    rm -f "$pid_file"
+}
+
+case "$command" in
+start)
+    brokers="${3:-1}"
+    voters=()
+    for node in $(seq 1 "$brokers"); do
+        mkdir -p "$directory/node-$node"
+        free_port >"$directory/node-$node/broker-port"
+        free_port >"$directory/node-$node/controller-port"
+        voters+=("$node@127.0.0.1:$(cat "$directory/node-$node/controller-port")")
+    done
+    voters_list=$(IFS=,; echo "${voters[*]}")
+    cluster_id=$(java -cp "$library/*" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n 1)
+    for node in $(seq 1 "$brokers"); do
+        configure "$node" "$brokers" "$voters_list"
+        java -Dlog4j2.configurationFile="$directory/node-$node/log4j2.properties" -cp "$library/*" \
+            kafka.tools.StorageTool format --cluster-id "$cluster_id" \
+            --config "$directory/node-$node/server.properties" >"$directory/node-$node/format.log" 2>&1
+    done
+    for node in $(seq 1 "$brokers"); do launch "$node"; done
+    for node in $(seq 1 "$brokers"); do ready "$node" 0; done
+    for node in $(seq 1 "$brokers"); do echo "127.0.0.1:$(cat "$directory/node-$node/broker-port")"; done | paste -sd, -
+    ;;
+stop)
+    # Every node is told at once, then each is waited for.
+    for pid_file in "$directory"/node-*/pid; do
+        [ -f "$pid_file" ] && kill -TERM "$(cat "$pid_file")" 2>/dev/null || true
+    done
+    for node_directory in "$directory"/node-*; do
+        [ -d "$node_directory" ] && signal TERM "${node_directory##*-}"
+    done
+    ;;
+kill) signal KILL "${3:?which node}" ;;
+restart)
+    node="${3:?which node}"
+    signal TERM "$node"
+    before=$(started "$node")
+    launch "$node"
+    ready "$node" "$before"
+    ;;
+*)
+    echo "unknown command $command" >&2
+    exit 2
+    ;;
+esac
