@@ -178,6 +178,21 @@ impl Cluster for VersionCluster<'_> {
         read_concurrently(requests).await
     }
 
+    async fn have_feed_heads(&self, lcc_ids: &[&str]) -> Result<Vec<bool>, StoreError> {
+        let statement = self.statements.get(ModelStatement::SelectChangeHead)?;
+        let requests = lcc_ids
+            .iter()
+            .map(|&lcc_id| {
+                async move {
+                    let heads: Vec<(i64,)> = select(self.session, statement, (lcc_id,)).await?;
+                    Ok(!heads.is_empty())
+                }
+                .boxed()
+            })
+            .collect();
+        read_concurrently(requests).await
+    }
+
     async fn bucket_rows(&self, bucket: BulkBucket) -> Result<i64, StoreError> {
         let statement = self.statements.get(ModelStatement::CountBucketRows)?;
         let rows: Vec<(i64,)> = select(self.session, statement, (bucket.audience.code(), bucket.bucket)).await?;

@@ -24,6 +24,7 @@ mod module_imports;
 mod operator_keys;
 mod ops_files;
 mod personal_data;
+mod production_shape;
 mod provenance_chain;
 mod rate_limit_flood;
 mod sandbox_fixtures;

@@ -311,6 +311,37 @@ mod tests {
         assert_eq!(row.cell("body"), None, "without the shadowed cell");
     }
 
+    /// The feed's items of `lcc_id`: each change's body, `None` for a withdrawal.
+    fn feed_of(cluster: &ClusterModel, lcc_id: &str) -> Vec<Option<Vec<u8>>> {
+        let tables = cluster.tables();
+        let Some(feed) = tables.get("change_feed") else { return Vec::new() };
+        feed.iter()
+            .filter(|(key, row)| key.last() == Some(&lcc_id.into()) && row.live())
+            .map(|(_, row)| row.cell("body").map(|(_, body)| body.to_vec()))
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_removal_withdraws_only_a_row_that_reached_the_feed() {
+        use crate::store::{KeyedWrite, WriteBatch, WriteVersion};
+        let cluster = ClusterModel::default();
+        let writer = ModelWriter::new(&cluster, Faults::default(), 1_000_000, 0);
+        let row = |key: &str, body: Option<&[u8]>, version: u64| KeyedWrite {
+            key: key.into(),
+            body: body.map(<[u8]>::to_vec),
+            version: WriteVersion(version),
+        };
+        // LCC-1 was published and its row written; LCC-2's publication was
+        // rendered away (withdrawn while its rendering was deferred).
+        let published = WriteBatch { bulk_rows: vec![row("LCC-1", Some(b"row 1"), 1)], ..WriteBatch::default() };
+        writer.apply_batch(ModelVersion(1), Arc::new(published)).await.expect("publication");
+        let removals =
+            WriteBatch { bulk_rows: vec![row("LCC-1", None, 2), row("LCC-2", None, 2)], ..WriteBatch::default() };
+        writer.apply_batch(ModelVersion(1), Arc::new(removals)).await.expect("removals");
+        assert_eq!(feed_of(&cluster, "LCC-1"), [Some(b"row 1".to_vec()), None], "published, then withdrawn");
+        assert_eq!(feed_of(&cluster, "LCC-2"), Vec::<Option<Vec<u8>>>::new(), "never in the feed, nothing to withdraw");
+    }
+
     #[test]
     fn a_crashed_writer_applies_nothing_more() {
         let cluster = ClusterModel::default();

@@ -168,6 +168,14 @@ impl Cluster for ModelWriter {
             .collect())
     }
 
+    async fn have_feed_heads(&self, lcc_ids: &[&str]) -> Result<Vec<bool>, StoreError> {
+        self.step().await?;
+        Ok(lcc_ids
+            .iter()
+            .map(|lcc_id| self.cluster.cell("change_feed_heads", &[(*lcc_id).into()], "sequence").is_some())
+            .collect())
+    }
+
     async fn bucket_rows(&self, bucket: BulkBucket) -> Result<i64, StoreError> {
         self.step().await?;
         self.buckets_counted.fetch_add(1, Ordering::SeqCst);

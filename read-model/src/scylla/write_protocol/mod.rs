@@ -62,6 +62,10 @@ pub trait Cluster: Sync {
     /// The write time of each bulk row (by lccId), `None` where there is no row.
     async fn bulk_row_write_times(&self, lcc_ids: &[&str]) -> Result<Vec<Option<i64>>, StoreError>;
 
+    /// Whether each work (by lccId) has a head in the change feed: whether
+    /// any change of it ever entered the feed.
+    async fn have_feed_heads(&self, lcc_ids: &[&str]) -> Result<Vec<bool>, StoreError>;
+
     /// The rows a bulk bucket holds, counted.
     async fn bucket_rows(&self, bucket: BulkBucket) -> Result<i64, StoreError>;
 
@@ -90,7 +94,8 @@ pub async fn write_batch<C: Cluster + ?Sized>(
     let marked = bucket_counts::buckets_to_mark(cluster, &batch.bulk_rows).await?;
     let now = cluster.now_micros();
     cluster.apply(marked.iter().map(|&bucket| Mutation::BucketMark { bucket, timestamp: now }).collect()).await?;
-    cluster.apply(mutation::visible(batch, first_sequence)).await?;
+    let unseen = removals_never_in_the_feed(cluster, batch).await?;
+    cluster.apply(mutation::visible(batch, first_sequence, &unseen)).await?;
     cluster.apply(mutation::references(batch)).await?;
     cluster.apply(mutation::states(batch)).await?;
     let stale = stale_documents(cluster, batch).await?;
@@ -99,6 +104,24 @@ pub async fn write_batch<C: Cluster + ?Sized>(
     }
     recounts.after_batch(cluster, marked).await?;
     Ok(BatchWritten { mark: None, stale })
+}
+
+/// The works whose bulk row the batch removes although no change of theirs
+/// ever entered the feed: a publication deferred and withdrawn before it was
+/// rendered. The heads decide, not the rows: a replay after a crash that
+/// left the removal and lost its change still finds the head of the
+/// publication, and appends the withdrawal again.
+async fn removals_never_in_the_feed<'a, C: Cluster + ?Sized>(
+    cluster: &C,
+    batch: &'a WriteBatch,
+) -> Result<Vec<&'a str>, StoreError> {
+    let removed: Vec<&str> =
+        batch.bulk_rows.iter().filter(|write| write.body.is_none()).map(|write| write.key.as_str()).collect();
+    if removed.is_empty() {
+        return Ok(Vec::new());
+    }
+    let heads = cluster.have_feed_heads(&removed).await?;
+    Ok(removed.into_iter().zip(heads).filter(|(_, head)| !head).map(|(lcc_id, _)| lcc_id).collect())
 }
 
 /// The documents of the batch that another projector's writes made stale,

@@ -129,7 +129,9 @@ impl BulkBucket {
 /// Phase "visible": what readers see: documents, provenance, index entries,
 /// fixtures, bulk rows, and their changes appended to the feed from
 /// `first_sequence` on.
-pub fn visible(batch: &WriteBatch, first_sequence: i64) -> Vec<Mutation<'_>> {
+/// `unseen` names the works the batch removes a bulk row of that have never
+/// had a change in the feed: their removal withdraws nothing a client saw.
+pub fn visible<'a>(batch: &'a WriteBatch, first_sequence: i64, unseen: &[&str]) -> Vec<Mutation<'a>> {
     let mut mutations = Vec::new();
     for write in &batch.documents {
         let (key, body) = (write.key.as_str(), write.body.as_deref());
@@ -162,18 +164,23 @@ pub fn visible(batch: &WriteBatch, first_sequence: i64) -> Vec<Mutation<'_>> {
         let (bucket, lcc_id, body) = (BulkBucket::of(&write.key), write.key.as_str(), write.body.as_deref());
         mutations.push(Mutation::BulkRow { bucket, lcc_id, body, timestamp });
     }
-    mutations.extend(changes(&batch.bulk_rows, first_sequence));
+    mutations.extend(changes(&batch.bulk_rows, first_sequence, unseen));
     mutations
 }
 
 /// The feed's share of phase "visible": every bulk-row write appends a
 /// change (without reading the row first the backend cannot tell an
 /// unchanged rewrite, and a change applied again is harmless by the version
-/// rule), moves the work's head, and lists its day.
-fn changes(rows: &[KeyedWrite], first_sequence: i64) -> Vec<Mutation<'_>> {
+/// rule), moves the work's head, and lists its day; but the removal of a
+/// row that never reached the feed (`unseen`: its publication was rendered
+/// away before it was written) is no change of what a client holds.
+fn changes<'a>(rows: &'a [KeyedWrite], first_sequence: i64, unseen: &[&str]) -> Vec<Mutation<'a>> {
     let mut mutations = Vec::with_capacity(rows.len() * 2 + 2);
     let mut days = std::collections::BTreeSet::new();
     for (index, write) in rows.iter().enumerate() {
+        if write.body.is_none() && unseen.contains(&write.key.as_str()) {
+            continue;
+        }
         let sequence = first_sequence + index as i64;
         let timestamp = timestamps::of_write_version(write.version);
         let (lcc_id, day) = (write.key.as_str(), day_of(sequence));
