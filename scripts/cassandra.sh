@@ -20,6 +20,9 @@ cd "$(dirname "$0")/.."
 
 command="${1:?usage: scripts/cassandra.sh start|stop|kill|restart DIR [N]}"
 directory="${2:?usage: scripts/cassandra.sh start|stop|kill|restart DIR [N]}"
+engine=Cassandra log_name=system.log ready_line="Starting listening for CQL clients" start_timeout=180
+# shellcheck source=scripts/engine-nodes.sh
+source scripts/engine-nodes.sh
 library=$(scripts/install-engines.sh | sed -n 's/^CASSANDRA_LIB=//p')
 
 # The module exports and opens Cassandra needs on Java 17 (its conf/jvm17-server.options).
@@ -102,40 +105,6 @@ launch() {
     echo $! >"$node_directory/pid"
 }
 
-# listening N: how many times node N's log says it started listening for CQL.
-listening() {
-    local count
-    count=$(grep -c "Starting listening for CQL clients" "$directory/node-$1/system.log" 2>/dev/null) || true
-    echo "${count:-0}"
-}
-
-# ready N BEFORE: waits until node N's log says it listens for CQL once more
-# than BEFORE times; prints its log and fails if it does not.
-ready() {
-    local node_directory="$directory/node-$1" started
-    started=$(date +%s)
-    until (($(listening "$1") > $2)); do
-        if ! kill -0 "$(cat "$node_directory/pid")" 2>/dev/null || (($(date +%s) - started > 180)); then
-            echo "Cassandra node $1 did not start; its log ($node_directory):" >&2
-            tail -n 60 "$node_directory/system.log" "$node_directory/stdout.log" >&2 || true
-            exit 1
-        fi
-        sleep 0.5
-    done
-}
-
-# signal SIGNAL N: sends SIGNAL to node N and waits until it has exited.
-signal() {
-    local pid_file="$directory/node-$2/pid"
-    [ -f "$pid_file" ] || return 0
-    local pid
-    pid=$(cat "$pid_file")
-    kill "-$1" "$pid" 2>/dev/null || true
-    for _ in $(seq 1 600); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
-    rm -f "$pid_file"
-}
-
 case "$command" in
 start)
     first="${4:-1}"
@@ -148,20 +117,12 @@ start)
     for node in $(seq $((first + 1)) "$last"); do ready "$node" 0; done
     seq "$first" "$last" | sed 's/^/127.0.0./; s/$/:9042/' | paste -sd, -
     ;;
-stop)
-    # Every node is told at once, then each is waited for.
-    for pid_file in "$directory"/node-*/pid; do
-        [ -f "$pid_file" ] && kill -TERM "$(cat "$pid_file")" 2>/dev/null || true
-    done
-    for node_directory in "$directory"/node-*; do
-        [ -d "$node_directory" ] && signal TERM "${node_directory##*-}"
-    done
-    ;;
+stop) stop_all ;;
 kill) signal KILL "${3:?which node}" ;;
 restart)
     node="${3:?which node}"
     signal TERM "$node"
-    before=$(listening "$node")
+    before=$(ready_count "$node")
     launch "$node"
     ready "$node" "$before"
     ;;

@@ -19,6 +19,9 @@ cd "$(dirname "$0")/.."
 
 command="${1:?usage: scripts/kafka.sh start|stop|kill|restart DIR [N]}"
 directory="${2:?usage: scripts/kafka.sh start|stop|kill|restart DIR [N]}"
+engine=Kafka log_name=server.log ready_line="Kafka Server started" start_timeout=120
+# shellcheck source=scripts/engine-nodes.sh
+source scripts/engine-nodes.sh
 library=$(scripts/install-engines.sh | sed -n 's/^KAFKA_LIB=//p')
 java_options=(-Xms128m -Xmx512m -XX:+UseG1GC -XX:ParallelGCThreads=1 -XX:ConcGCThreads=1
     -XX:+ExitOnOutOfMemoryError -Djava.net.preferIPv4Stack=true)
@@ -69,40 +72,6 @@ launch() {
     echo $! >"$node_directory/pid"
 }
 
-# started N: how many times node N's log says it started.
-started() {
-    local count
-    count=$(grep -c "Kafka Server started" "$directory/node-$1/server.log" 2>/dev/null) || true
-    echo "${count:-0}"
-}
-
-# ready N BEFORE: waits until node N's log says it started once more than
-# BEFORE times; prints its log and fails if it does not.
-ready() {
-    local node_directory="$directory/node-$1" since
-    since=$(date +%s)
-    until (($(started "$1") > $2)); do
-        if ! kill -0 "$(cat "$node_directory/pid")" 2>/dev/null || (($(date +%s) - since > 120)); then
-            echo "Kafka node $1 did not start; its log ($node_directory):" >&2
-            tail -n 60 "$node_directory/server.log" "$node_directory/stdout.log" >&2 || true
-            exit 1
-        fi
-        sleep 0.2
-    done
-}
-
-# signal SIGNAL N: sends SIGNAL to node N and waits until it has exited.
-signal() {
-    local pid_file="$directory/node-$2/pid"
-    [ -f "$pid_file" ] || return 0
-    local pid
-    pid=$(cat "$pid_file")
-    kill "-$1" "$pid" 2>/dev/null || true
-    for _ in $(seq 1 600); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
-    rm -f "$pid_file"
-}
-
 case "$command" in
 start)
     brokers="${3:-1}"
@@ -125,20 +94,12 @@ start)
     for node in $(seq 1 "$brokers"); do ready "$node" 0; done
     for node in $(seq 1 "$brokers"); do echo "127.0.0.1:$(cat "$directory/node-$node/broker-port")"; done | paste -sd, -
     ;;
-stop)
-    # Every node is told at once, then each is waited for.
-    for pid_file in "$directory"/node-*/pid; do
-        [ -f "$pid_file" ] && kill -TERM "$(cat "$pid_file")" 2>/dev/null || true
-    done
-    for node_directory in "$directory"/node-*; do
-        [ -d "$node_directory" ] && signal TERM "${node_directory##*-}"
-    done
-    ;;
+stop) stop_all ;;
 kill) signal KILL "${3:?which node}" ;;
 restart)
     node="${3:?which node}"
     signal TERM "$node"
-    before=$(started "$node")
+    before=$(ready_count "$node")
     launch "$node"
     ready "$node" "$before"
     ;;

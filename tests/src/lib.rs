@@ -130,6 +130,14 @@ pub fn summary_of(stdout: &str) -> RunSummary {
     }
 }
 
+/// How many events the file-source projections into `data` parked: the
+/// lines of its one dead-letter file.
+pub fn parked_events(data: &Path) -> usize {
+    let letters =
+        std::fs::read_dir(data.join("dead-letters")).expect("dead letters").next().expect("one file").expect("entry");
+    projector::dead_letter::DeadLetterFile::read_all(&letters.path()).expect("read").len()
+}
+
 /// Lets `child` run for `delay`, then kills it with SIGKILL if it still runs.
 /// Returns whether it was killed (rather than having exited by itself).
 pub fn sigkill_after(child: &mut Child, delay: Duration) -> bool {

@@ -12,8 +12,7 @@ use std::time::{Duration, Instant};
 
 use end_to_end_tests::cql::{drop_keyspaces, dump_keyspace, fresh_keyspace, store_arguments};
 use end_to_end_tests::kafka::metric;
-use end_to_end_tests::{assert_same_documents, binary, spawn_listening, summary_of};
-use projector::dead_letter::DeadLetterFile;
+use end_to_end_tests::{assert_same_documents, binary, parked_events, spawn_listening, summary_of};
 use projector::generate::{GenerateOptions, Random, generate};
 
 /// The tables a replay legitimately writes differently.
@@ -105,13 +104,7 @@ fn sigkill_at_random_points_while_writing_into_cassandra_then_restart_gives_the_
         expected.len()
     );
     assert_same_documents(&expected, &actual);
-    let letters = std::fs::read_dir(crashed_data.join("dead-letters"))
-        .expect("dead letters")
-        .next()
-        .expect("one file")
-        .expect("entry");
-    let parked = DeadLetterFile::read_all(&letters.path()).expect("read");
-    assert_eq!(parked.len(), manifest.malformed_events, "each malformed event is parked exactly once");
+    assert_eq!(parked_events(&crashed_data), manifest.malformed_events, "each malformed event is parked exactly once");
     drop_keyspaces(&clean);
     drop_keyspaces(&crashed);
 }

@@ -3,8 +3,9 @@
 
 use std::time::Duration;
 
-use end_to_end_tests::{assert_same_documents, dump_documents, project, projector_command, sigkill_after};
-use projector::dead_letter::DeadLetterFile;
+use end_to_end_tests::{
+    assert_same_documents, dump_documents, parked_events, project, projector_command, sigkill_after,
+};
 use projector::generate::{GenerateOptions, Random, generate};
 
 #[test]
@@ -39,11 +40,5 @@ fn sigkill_at_random_points_then_restart_gives_the_clean_store() {
     assert!(final_summary.events < clean_summary.events, "the restart must resume, not start over");
 
     assert_same_documents(&dump_documents(&clean), &dump_documents(&crashed));
-    let letters = std::fs::read_dir(crashed.join("dead-letters"))
-        .expect("dead letters")
-        .next()
-        .expect("one file")
-        .expect("entry");
-    let parked = DeadLetterFile::read_all(&letters.path()).expect("read");
-    assert_eq!(parked.len(), manifest.malformed_events, "each malformed event is parked exactly once");
+    assert_eq!(parked_events(&crashed), manifest.malformed_events, "each malformed event is parked exactly once");
 }
