@@ -117,17 +117,5 @@ start)
     for node in $(seq $((first + 1)) "$last"); do ready "$node" 0; done
     seq "$first" "$last" | sed 's/^/127.0.0./; s/$/:9042/' | paste -sd, -
     ;;
-stop) stop_all ;;
-kill) signal KILL "${3:?which node}" ;;
-restart)
-    node="${3:?which node}"
-    signal TERM "$node"
-    before=$(ready_count "$node")
-    launch "$node"
-    ready "$node" "$before"
-    ;;
-*)
-    echo "unknown command $command" >&2
-    exit 2
-    ;;
+*) node_command "$@" ;;
 esac

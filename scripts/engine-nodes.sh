@@ -3,7 +3,8 @@
 # and waiting for it to exit, and stopping every node under `directory`.
 # The sourcing script sets `directory`, `engine` (its name in messages),
 # `log_name` (the log file in DIR/node-N), `ready_line` (what the log says
-# once the node serves) and `start_timeout` (seconds).
+# once the node serves) and `start_timeout` (seconds), and defines
+# `launch N`, which starts node N in the background and records its pid.
 
 # ready_count N: how many times node N's log says it is ready.
 ready_count() {
@@ -47,4 +48,24 @@ stop_all() {
     for node_directory in "$directory"/node-*; do
         [ -d "$node_directory" ] && signal TERM "${node_directory##*-}"
     done
+}
+
+# node_command COMMAND DIR [N]: the commands every engine script has beside
+# its own `start`: stop, kill N, restart N.
+node_command() {
+    case "$1" in
+    stop) stop_all ;;
+    kill) signal KILL "${3:?which node}" ;;
+    restart)
+        local node="${3:?which node}" before
+        signal TERM "$node"
+        before=$(ready_count "$node")
+        launch "$node"
+        ready "$node" "$before"
+        ;;
+    *)
+        echo "unknown command $1" >&2
+        exit 2
+        ;;
+    esac
 }

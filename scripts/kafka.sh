@@ -94,17 +94,5 @@ start)
     for node in $(seq 1 "$brokers"); do ready "$node" 0; done
     for node in $(seq 1 "$brokers"); do echo "127.0.0.1:$(cat "$directory/node-$node/broker-port")"; done | paste -sd, -
     ;;
-stop) stop_all ;;
-kill) signal KILL "${3:?which node}" ;;
-restart)
-    node="${3:?which node}"
-    signal TERM "$node"
-    before=$(ready_count "$node")
-    launch "$node"
-    ready "$node" "$before"
-    ;;
-*)
-    echo "unknown command $command" >&2
-    exit 2
-    ;;
+*) node_command "$@" ;;
 esac
