@@ -259,7 +259,16 @@ async fn deferred_documents_are_rendered_when_their_wait_is_up_even_if_the_sourc
     }
     assert!(rendered.is_some(), "the deferred documents were rendered while the run went on");
     assert!(!run.is_finished());
-    let checkpoints = projection.store.checkpoints(ModelVersion(1), &source_id).await.expect("checkpoints");
+    // Committed in the documents' transaction; a pooled reader may serve a
+    // snapshot up to 10 ms old until the writer has noted its write.
+    let mut checkpoints = Vec::new();
+    for _ in 0..200 {
+        checkpoints = projection.store.checkpoints(ModelVersion(1), &source_id).await.expect("checkpoints");
+        if !checkpoints.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     assert!(!checkpoints.is_empty(), "released with the documents");
     shutdown.send(()).expect("the run waits");
     let totals = run.await.expect("task").expect("run");
