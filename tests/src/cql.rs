@@ -46,24 +46,28 @@ async fn session() -> Session {
     SessionBuilder::new().known_nodes(nodes.split(',').map(str::trim)).build().await.expect("the cluster answers")
 }
 
+/// The one text column of every row a schema query answers (names of tables or keyspaces).
+async fn schema_names(
+    session: &Session,
+    query: &str,
+    values: impl scylla::serialize::row::SerializeRow,
+) -> Vec<String> {
+    let rows = session.query_unpaged(query, values).await.expect("the schema reads");
+    let rows = rows.into_rows_result().expect("rows");
+    let names: Result<Vec<(String,)>, _> = rows.rows::<(String,)>().expect("names").collect();
+    names.expect("names decode").into_iter().map(|(name,)| name).collect()
+}
+
 /// Every row of every table of `keyspace` but those in `left_out`, each
 /// rendered as text and sorted, by table.
 pub fn dump_keyspace(keyspace: &str, left_out: &[&str]) -> BTreeMap<String, Vec<String>> {
     runtime().block_on(async {
         let session = session().await;
-        let tables: Vec<(String,)> = session
-            .query_unpaged("SELECT table_name FROM system_schema.tables WHERE keyspace_name = ?", (keyspace,))
-            .await
-            .expect("the schema reads")
-            .into_rows_result()
-            .expect("rows")
-            .rows::<(String,)>()
-            .expect("table names")
-            .collect::<Result<_, _>>()
-            .expect("table names decode");
+        let query = "SELECT table_name FROM system_schema.tables WHERE keyspace_name = ?";
+        let tables = schema_names(&session, query, (keyspace,)).await;
         assert!(!tables.is_empty(), "keyspace {keyspace} has no tables");
         let mut dump = BTreeMap::new();
-        for (table,) in tables {
+        for table in tables {
             if left_out.contains(&table.as_str()) {
                 continue;
             }
@@ -85,17 +89,7 @@ pub fn dump_keyspace(keyspace: &str, left_out: &[&str]) -> BTreeMap<String, Vec<
 pub fn drop_keyspaces(keyspace: &str) {
     runtime().block_on(async {
         let session = session().await;
-        let names: Vec<(String,)> = session
-            .query_unpaged("SELECT keyspace_name FROM system_schema.keyspaces", ())
-            .await
-            .expect("the schema reads")
-            .into_rows_result()
-            .expect("rows")
-            .rows::<(String,)>()
-            .expect("keyspace names")
-            .collect::<Result<_, _>>()
-            .expect("keyspace names decode");
-        for (name,) in names {
+        for name in schema_names(&session, "SELECT keyspace_name FROM system_schema.keyspaces", ()).await {
             if name == keyspace || name.starts_with(&format!("{keyspace}_v")) {
                 session.query_unpaged(format!("DROP KEYSPACE IF EXISTS {name}"), ()).await.expect("drop");
             }
