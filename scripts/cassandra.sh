@@ -13,8 +13,9 @@
 #   scripts/cassandra.sh kill DIR N          kill node N at once (SIGKILL)
 #   scripts/cassandra.sh restart DIR N       start node N again on its data, ready for CQL
 #
-# Each node keeps its data, its log (`DIR/node-N/system.log`) and its pid
-# file under DIR/node-N; a node that does not come up prints its log.
+# Each node keeps its data, its log (`DIR/node-N/system.log`), its audit log
+# of the statements it executed (`DIR/node-N/audit.log`) and its pid file
+# under DIR/node-N; a node that does not come up prints its log.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -52,7 +53,7 @@ configure() {
     local node_directory="$directory/node-$1"
     mkdir -p "$node_directory"
     cat >"$node_directory/cassandra.yaml" <<YAML
-cluster_name: rights-test
+cluster_name: rights-test-$2
 num_tokens: 8
 allocate_tokens_for_local_replication_factor: 3
 partitioner: org.apache.cassandra.dht.Murmur3Partitioner
@@ -83,6 +84,15 @@ write_request_timeout: 20000ms
 counter_write_request_timeout: 20000ms
 truncate_request_timeout: 60000ms
 request_timeout: 20000ms
+# Every statement clients execute, as they prepared it (values are not
+# logged), in DIR/node-N/audit.log: the test suite checks that each
+# statement the backend can send was executed by some test.
+audit_logging_options:
+  enabled: true
+  logger:
+    - class_name: FileAuditLogger
+  included_categories: QUERY, DML, DDL
+  excluded_keyspaces: system, system_schema, system_virtual_schema, system_auth, system_distributed, system_traces, system_views
 YAML
     cat >"$node_directory/logback.xml" <<XML
 <configuration>
@@ -90,6 +100,11 @@ YAML
     <file>$node_directory/system.log</file>
     <encoder><pattern>%-5level [%thread] %date{ISO8601} %F:%L - %msg%n</pattern></encoder>
   </appender>
+  <appender name="AUDIT" class="ch.qos.logback.core.FileAppender">
+    <file>$node_directory/audit.log</file>
+    <encoder><pattern>%msg%n</pattern></encoder>
+  </appender>
+  <logger name="org.apache.cassandra.audit" level="INFO" additivity="false"><appender-ref ref="AUDIT"/></logger>
   <root level="INFO"><appender-ref ref="FILE"/></root>
 </configuration>
 XML

@@ -7,7 +7,9 @@
 # The store conformance suite runs on a CQL node this script starts once for
 # the run (Apache Cassandra on 127.0.0.1:9042, scripts/cassandra.sh), or on
 # the cluster SCYLLA_NODES names (`SCYLLA_NODES=10.0.0.5:9042 scripts/test.sh`
-# runs it on one's own ScyllaDB). Its log is printed if a test fails.
+# runs it on one's own ScyllaDB). Its log is printed if a test fails. The
+# node audits every statement it executes, and the run ends by checking
+# that each statement the CQL backend can send was executed by some test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,15 +26,31 @@ stop_engines() {
     rm -rf "$engines"
 }
 trap stop_engines EXIT
+audit_log=""
 if [ -z "${SCYLLA_NODES:-}" ]; then
     SCYLLA_NODES=$(scripts/cassandra.sh start "$engines/cassandra")
+    audit_log="$engines/cassandra/node-1/audit.log"
     echo "the CQL conformance cases run on Apache Cassandra at $SCYLLA_NODES"
 fi
 export SCYLLA_NODES
-if ! cargo nextest run --workspace --all-targets --locked --no-fail-fast; then
+cassandra_warnings() {
     if [ -f "$engines/cassandra/node-1/system.log" ]; then
         echo "the Cassandra node's warnings and errors:"
         grep -E '^(WARN|ERROR)' "$engines/cassandra/node-1/system.log" | tail -n 40 || true
     fi
+}
+# Two tests run apart from the rest: the cluster faults start three more
+# Cassandra nodes and must not share two cores with other tests, and the
+# statement coverage reads the audit log of everything the run executed.
+cluster_faults='test(a_three_node_cassandra_cluster_losing_one_then_two_nodes)'
+coverage='test(every_statement_the_cql_backend_can_send_was_executed_by_the_run)'
+if ! cargo nextest run --workspace --all-targets --locked --no-fail-fast -E "not ($cluster_faults | $coverage)"; then
+    cassandra_warnings
     exit 1
+fi
+cargo nextest run -p end-to-end-tests --locked -E "$cluster_faults"
+if [ -n "$audit_log" ]; then
+    CQL_AUDIT_LOG="$audit_log" cargo nextest run -p end-to-end-tests --locked -E "$coverage"
+else
+    echo "statement coverage is checked on the Cassandra node this script starts, not on SCYLLA_NODES=$SCYLLA_NODES"
 fi

@@ -144,6 +144,11 @@ pub struct ChangePage {
     /// Where the next read continues: after the last item, or where this
     /// read started when it found none.
     pub next: FeedPosition,
+    /// Whether changes after `next` are committed but not served yet: a
+    /// store whose writers commit concurrently serves a change only once no
+    /// older one can still land before it (the CQL backend's settling
+    /// time), so a reader that wants everything committed polls again soon.
+    pub settling: bool,
 }
 
 /// Why a cursor can no longer be continued from.

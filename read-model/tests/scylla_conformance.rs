@@ -9,10 +9,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use read_model::clock::Clock;
 use read_model::conformance::StoreUnderTest;
 use read_model::{ModelVersions, ScyllaSettings, ScyllaStore};
 
-async fn fresh_scylla_store() -> StoreUnderTest {
+async fn fresh_scylla_store(clock: Clock) -> StoreUnderTest {
     let nodes = std::env::var("SCYLLA_NODES")
         .ok()
         .filter(|nodes| !nodes.trim().is_empty())
@@ -24,7 +25,9 @@ async fn fresh_scylla_store() -> StoreUnderTest {
         format!("conformance_{}_{started}_{}", std::process::id(), CASES.fetch_add(1, Ordering::Relaxed));
     // One client writes and reads: nothing to wait for before reading the feed.
     settings.change_feed_settle = std::time::Duration::ZERO;
-    let store = ScyllaStore::connect(settings).await.expect("SCYLLA_NODES is set, so the cluster must be reachable");
+    let store = ScyllaStore::connect_with_clock(settings, clock)
+        .await
+        .expect("SCYLLA_NODES is set, so the cluster must be reachable");
     store.migrate().await.expect("migrate a fresh keyspace");
     let cleanup_store = store.clone();
     let cleanup = async move {

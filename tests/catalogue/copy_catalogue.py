@@ -179,7 +179,8 @@ def main():
         cursor = page["next"]
         if page["caughtUp"] and stop_was_seen:
             break
-        if page["caughtUp"]:
+        if page["caughtUp"] or not page["items"]:
+            # Nothing new yet, or newer changes still settling: poll again in a moment.
             time.sleep(0.05)
 
     export, page_number = {}, 1

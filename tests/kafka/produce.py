@@ -6,7 +6,7 @@ It shares no code with the projector: it reads the Avro container files that
 contract's two wire formats, and produces it keyed by its aggregate id
 (confluent-kafka, librdkafka), so each aggregate's events stay in order.
 
-  produce.py topics  --bootstrap H:P [--prefix P] [--partitions N] [--extra-topic T]
+  produce.py topics  --bootstrap H:P [--prefix P] [--partitions N] [--replication-factor R] [--extra-topic T]
   produce.py produce --bootstrap H:P --events DIR --format F [--schemas DIR]
                      [--prefix P] [--evolve] [--garbage N] [--from-index I] [--to-index J]
 
@@ -71,7 +71,7 @@ def create_topics(arguments):
     admin = AdminClient({"bootstrap.servers": arguments.bootstrap})
     names = [f"{arguments.prefix}{topic}" for topic in TOPICS] + arguments.extra_topic
     futures = admin.create_topics(
-        [NewTopic(name, num_partitions=arguments.partitions, replication_factor=1) for name in names]
+        [NewTopic(name, num_partitions=arguments.partitions, replication_factor=arguments.replication_factor) for name in names]
     )
     for name, future in futures.items():
         try:
@@ -193,6 +193,7 @@ def main():
     topics.add_argument("--bootstrap", required=True)
     topics.add_argument("--prefix", default="")
     topics.add_argument("--partitions", type=int, default=3)
+    topics.add_argument("--replication-factor", type=int, default=1)
     topics.add_argument("--extra-topic", action="append", default=[])
     send = commands.add_parser("produce")
     send.add_argument("--bootstrap", required=True)

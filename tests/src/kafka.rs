@@ -21,20 +21,9 @@ pub struct Broker {
     bootstrap: String,
 }
 
-/// Runs `scripts/kafka.sh` with `arguments`; returns what it prints, or
-/// fails the test with what it said.
+/// Runs `scripts/kafka.sh` with `arguments`.
 fn kafka_script(arguments: &[&str]) -> String {
-    let output = Command::new(workspace_root().join("scripts/kafka.sh"))
-        .args(arguments)
-        .stderr(Stdio::piped())
-        .output()
-        .expect("scripts/kafka.sh runs");
-    assert!(
-        output.status.success(),
-        "scripts/kafka.sh {arguments:?} failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).trim().to_owned()
+    crate::engines::engine_script("kafka.sh", arguments)
 }
 
 impl Broker {
@@ -91,9 +80,7 @@ impl Broker {
 
 impl Drop for Broker {
     fn drop(&mut self) {
-        let _ = Command::new(workspace_root().join("scripts/kafka.sh"))
-            .args(["stop", self.directory.to_str().unwrap_or_default()])
-            .status();
+        crate::engines::stop_engine("kafka.sh", &self.directory);
     }
 }
 
@@ -167,12 +154,15 @@ pub fn metric(admin: &str, series: &str) -> u64 {
     line.rsplit(' ').next().and_then(|value| value.parse().ok()).unwrap_or(0)
 }
 
-/// Creates the six topics (and any extra ones) with `partitions` partitions.
+/// Creates the six topics (and any extra ones) with `partitions` partitions,
+/// each replicated on up to three of the broker's nodes.
 pub fn create_topics(broker: &Broker, prefix: &str, partitions: u32, extra: &[&str]) {
     let partitions = partitions.to_string();
     let bootstrap = broker.bootstrap();
+    // Every partition on as many brokers as a production cluster keeps, up to three.
+    let replication_factor = broker.nodes.min(3).to_string();
     let mut arguments = vec!["topics", "--bootstrap", bootstrap.as_str(), "--prefix", prefix];
-    arguments.extend(["--partitions", partitions.as_str()]);
+    arguments.extend(["--partitions", partitions.as_str(), "--replication-factor", replication_factor.as_str()]);
     for topic in extra {
         arguments.extend(["--extra-topic", topic]);
     }
@@ -219,12 +209,16 @@ impl Drop for SchemaRegistry {
 
 /// `projector run` against the broker, with an isolated store and its admin
 /// listener on a port it picks and reports (read it with [`crate::spawn_listening`]).
-pub fn kafka_projector_command(broker: &Broker, data: &Path, group: &str, prefix: &str) -> Command {
+pub fn kafka_projector_command(
+    broker: &Broker,
+    data: &(impl crate::TestStore + ?Sized),
+    group: &str,
+    prefix: &str,
+) -> Command {
     let mut command = Command::new(binary("projector"));
+    command.args(["run", "--source", &broker.source()]);
+    data.add_store_flags(&mut command);
     command
-        .args(["run", "--source", &broker.source()])
-        .arg("--data-dir")
-        .arg(data)
         .args(["--kafka-group-id", group, "--kafka-topic-prefix", prefix])
         .args(["--dead-letter-topic", &format!("{prefix}dead-letters")])
         .args(["--admin-listen", "127.0.0.1:0", "--batch-size", "500", "--batch-linger-ms", "50"])
@@ -264,15 +258,4 @@ pub fn project_until_caught_up(mut command: Command) -> crate::RunSummary {
     let output = command.arg("--exit-when-caught-up").stderr(Stdio::inherit()).output().expect("projector starts");
     assert!(output.status.success(), "projector failed: {:?}", output.status);
     crate::summary_of(&String::from_utf8_lossy(&output.stdout))
-}
-
-/// A child process killed when dropped, so a failing test leaves none behind.
-#[derive(Debug)]
-pub struct KillOnDrop(pub Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }

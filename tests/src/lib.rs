@@ -11,12 +11,16 @@ use projector::generate::{GenerateOptions, Manifest, generate};
 use rusqlite::types::ValueRef;
 
 pub mod cql;
+mod engines;
 pub mod kafka;
 mod service;
+pub mod stores;
 
+pub use self::engines::KillOnDrop;
 pub use self::service::{
     ALL_SCOPES, RunningService, issue_production_key, issue_production_key_with_id, revoke_production_key,
 };
+pub use self::stores::{CqlStore, TestStore};
 
 /// The path of a workspace binary, built once per test process.
 pub fn binary(name: &str) -> PathBuf {
@@ -54,14 +58,14 @@ pub struct RunSummary {
 }
 
 /// Runs `projector run --exit-when-caught-up` to completion.
-pub fn project(events: &Path, data: &Path, batch_size: usize) -> RunSummary {
+pub fn project(events: &Path, data: &(impl TestStore + ?Sized), batch_size: usize) -> RunSummary {
     project_with_environment(events, data, batch_size, &[])
 }
 
 /// [`project`], with further environment variables (the projector's flags fall back to them).
 pub fn project_with_environment(
     events: &Path,
-    data: &Path,
+    data: &(impl TestStore + ?Sized),
     batch_size: usize,
     environment: &[(&str, &str)],
 ) -> RunSummary {
@@ -154,26 +158,25 @@ pub fn sigkill_after(child: &mut Child, delay: Duration) -> bool {
 }
 
 /// The command line of a projector run that exits when caught up, to spawn and kill.
-pub fn projector_command(events: &Path, data: &Path, batch_size: usize) -> Command {
+pub fn projector_command(events: &Path, data: &(impl TestStore + ?Sized), batch_size: usize) -> Command {
     let mut command = following_projector_command(events, data, batch_size);
     command.arg("--exit-when-caught-up");
     command
 }
 
 /// The command line of a projector run that follows its source until stopped.
-pub fn following_projector_command(events: &Path, data: &Path, batch_size: usize) -> Command {
+pub fn following_projector_command(events: &Path, data: &(impl TestStore + ?Sized), batch_size: usize) -> Command {
     let mut command = Command::new(binary("projector"));
     command
         .arg("run")
         .arg("--source")
         .arg(format!("file://{}", events.display()))
-        .arg("--data-dir")
-        .arg(data)
         .arg("--batch-size")
         .arg(batch_size.to_string())
         .args(["--admin-listen", "127.0.0.1:0"])
         .env("RUST_LOG", "warn")
         .stdout(Stdio::piped());
+    data.add_store_flags(&mut command);
     command
 }
 
@@ -259,6 +262,8 @@ pub fn http(
 ) -> (u16, Vec<(String, String)>, String) {
     use std::io::{Read, Write};
     let mut stream = std::net::TcpStream::connect(address).expect("connect");
+    // No answer in two minutes is a hang, which fails the test rather than holding it.
+    stream.set_read_timeout(Some(Duration::from_secs(120))).expect("a read timeout");
     let mut request = format!(
         "{method} {path} HTTP/1.1\r\nhost: {address}\r\nconnection: close\r\ncontent-length: {}\r\n",
         body.len()
@@ -307,16 +312,15 @@ pub fn spawn_listening(command: &mut Command) -> (Child, BTreeMap<String, String
     (child, addresses)
 }
 
-/// Starts `query-api serve` over the store in `data` on port 0, without a
+/// Starts `query-api serve` over the store `data` on port 0, without a
 /// snapshot schedule and logging warnings only. Returns the child and the
 /// public listener's address.
-pub fn serve_quietly(data: &Path) -> (Child, String) {
+pub fn serve_quietly(data: &(impl TestStore + ?Sized)) -> (Child, String) {
     let mut serve = Command::new(binary("query-api"));
     serve
         .args(["serve", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--snapshot-interval-minutes", "0"])
-        .arg("--data-dir")
-        .arg(data)
         .env("RUST_LOG", "warn");
+    data.add_store_flags(&mut serve);
     let (server, mut listening) = spawn_listening(&mut serve);
     (server, listening.remove("public").expect("public listener"))
 }

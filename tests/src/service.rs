@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use crate::{BASE_PATH, binary, http, spawn_listening, workspace_root};
+use crate::{BASE_PATH, TestStore, binary, http, spawn_listening, workspace_root};
 
 /// The single-machine service (`rights-service`) as a user starts it, on
 /// ports it picks itself and reports, with a data directory of its own,
@@ -129,17 +129,21 @@ impl Drop for RunningService {
 pub const ALL_SCOPES: [&str; 6] =
     ["rights:read", "rights:verify", "licenses:read", "metadata:read", "bulk:read", "evidence:read"];
 
-/// Issues a production key through the operator command, on the store in `data`.
-pub fn issue_production_key(data: &Path, scopes: &[&str], rate_limit: u32) -> String {
+/// Issues a production key through the operator command, on the store `data`.
+pub fn issue_production_key(data: &(impl TestStore + ?Sized), scopes: &[&str], rate_limit: u32) -> String {
     issue_production_key_with_id(data, scopes, rate_limit).0
 }
 
 /// [`issue_production_key`], with the key's id (from what the command tells the operator).
-pub fn issue_production_key_with_id(data: &Path, scopes: &[&str], rate_limit: u32) -> (String, String) {
-    let output = Command::new(binary("query-api"))
-        .arg("keys")
-        .arg("--data-dir")
-        .arg(data)
+pub fn issue_production_key_with_id(
+    data: &(impl TestStore + ?Sized),
+    scopes: &[&str],
+    rate_limit: u32,
+) -> (String, String) {
+    let mut command = Command::new(binary("query-api"));
+    command.arg("keys");
+    data.add_store_flags(&mut command);
+    let output = command
         .args(["issue", "--partner", "End-to-end tests", "--rate-limit", &rate_limit.to_string()])
         .args(["--scopes", &scopes.join(",")])
         .env("RUST_LOG", "warn")
@@ -157,15 +161,11 @@ pub fn issue_production_key_with_id(data: &Path, scopes: &[&str], rate_limit: u3
     (key, key_id)
 }
 
-/// Revokes a production key through the operator command, on the store in `data`.
-pub fn revoke_production_key(data: &Path, key_id: &str) {
-    let output = Command::new(binary("query-api"))
-        .arg("keys")
-        .arg("--data-dir")
-        .arg(data)
-        .args(["revoke", key_id])
-        .env("RUST_LOG", "warn")
-        .output()
-        .expect("query-api keys revoke runs");
+/// Revokes a production key through the operator command, on the store `data`.
+pub fn revoke_production_key(data: &(impl TestStore + ?Sized), key_id: &str) {
+    let mut command = Command::new(binary("query-api"));
+    command.arg("keys");
+    data.add_store_flags(&mut command);
+    let output = command.args(["revoke", key_id]).env("RUST_LOG", "warn").output().expect("query-api keys revoke runs");
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
 }

@@ -32,7 +32,7 @@ use read_model::calendar::Timestamp;
 use serde::Serialize;
 
 use super::{DeadLetterSink, ParkedEvent};
-use crate::source::kafka::KafkaSettings;
+use crate::source::kafka::{KafkaSettings, is_transport_error};
 
 const TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -269,6 +269,11 @@ fn read_to_end(
             }
             Some(Err(KafkaError::PartitionEOF(partition))) => {
                 at_end.insert(partition);
+            }
+            // A broker of several gone: the client reaches the partitions' new leaders by itself.
+            Some(Err(error)) if is_transport_error(&error) => {
+                tracing::debug!(%error, "a broker cannot be reached; reading on");
+                idle_polls += 1;
             }
             Some(Err(error)) => return Err(error).context("failed to read the dead-letter topic"),
             None => {

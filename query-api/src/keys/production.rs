@@ -126,16 +126,37 @@ impl ProductionKeys {
     }
 }
 
+/// How often a reload that keeps failing says so again: the first failure is
+/// logged at once, and then once per this interval, not on every tick.
+const FAILURE_LOG_INTERVAL: Duration = Duration::from_secs(60);
+
 /// Reloads the keys every [`REFRESH_INTERVAL`] while they are in use. A
-/// store that cannot be read keeps the keys last loaded, and says so.
+/// store that cannot be read keeps the keys last loaded, and says so when
+/// it starts failing, once a minute while it fails, and when it recovers.
 async fn keep_refreshed(keys: Weak<ProductionKeys>) {
     let mut interval = tokio::time::interval(REFRESH_INTERVAL);
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // When the current run of failures began, and when it was last logged.
+    let mut failing: Option<(tokio::time::Instant, tokio::time::Instant)> = None;
     loop {
         interval.tick().await;
         let Some(keys) = keys.upgrade() else { return };
-        if let Err(error) = keys.refresh().await {
-            tracing::warn!(%error, "cannot reload the production keys; keeping the ones loaded");
+        let now = tokio::time::Instant::now();
+        match (keys.refresh().await, &mut failing) {
+            (Ok(()), None) => {}
+            (Ok(()), Some((since, _))) => {
+                let failed_for_ms = now.duration_since(*since).as_millis() as u64;
+                tracing::info!(failed_for_ms, "the production keys reload again");
+                failing = None;
+            }
+            (Err(error), Some((_, logged))) if now.duration_since(*logged) < FAILURE_LOG_INTERVAL => {
+                tracing::debug!(%error, "cannot reload the production keys; keeping the ones loaded");
+            }
+            (Err(error), _) => {
+                tracing::warn!(%error, "cannot reload the production keys; keeping the ones loaded");
+                let since = failing.map_or(now, |(since, _)| since);
+                failing = Some((since, now));
+            }
         }
     }
 }

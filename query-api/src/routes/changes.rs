@@ -38,7 +38,10 @@ pub struct ChangePage {
     pub items: Vec<ChangeItem>,
     /// Continue from here (`since=`); present also when the page is empty.
     pub next: String,
-    /// Whether the page reached the newest change: poll again later.
+    /// Whether the page reached the newest committed change: poll again
+    /// later. False while newer changes are committed but not served yet (a
+    /// replicated store serves a change once no older one can still land
+    /// before it, within seconds): poll again in a moment.
     pub caught_up: bool,
     pub links: ChangeLinks,
 }
@@ -153,7 +156,7 @@ pub async fn changes(
             app.public_url(&format!("/bulk/changes?{since}limit={limit}"))
         };
         let links = ChangeLinks { this: link(query.since.as_deref().map(str::trim)), next: link(Some(&next)) };
-        let caught_up = items.len() < limit as usize;
+        let caught_up = items.len() < limit as usize && !page.settling;
         json_of(StatusCode::OK, &ChangePage { items, next, caught_up, links })
     })
     .await

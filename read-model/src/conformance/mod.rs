@@ -2,10 +2,12 @@
 //!
 //! Each case takes a fresh, migrated store with no model version. A backend's
 //! test file expands [`store_conformance_tests!`](crate::store_conformance_tests)
-//! with a factory that returns such a store.
+//! with a factory that returns such a store reading a given clock (the
+//! system's, or a manual one for a case that moves time on).
 
 mod catalog;
 mod change_feed;
+mod feed_retention;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -13,6 +15,7 @@ use std::sync::Arc;
 
 pub use self::catalog::{api_keys_are_issued_listed_looked_up_and_revoked, model_versions_switch_readers_atomically};
 pub use self::change_feed::{bulk_rows_walk_by_key, change_feed_records_row_changes_in_commit_order};
+pub use self::feed_retention::change_feed_retention_keeps_each_works_newest_change;
 
 use crate::documents::DocumentKind;
 use crate::identifiers::Audience;
@@ -97,6 +100,14 @@ pub async fn documents_round_trip_and_delete(store: &dyn Store) {
     assert_eq!(store.document(DocumentKind::Metadata, "LCC-1").await.expect("read"), Some(body("{\"v\":2}")));
     assert_eq!(store.document(DocumentKind::Evidence, "LCC-1").await.expect("read"), None);
     assert!(store.document(DocumentKind::RightsProfile, "LCC-1").await.expect("read").is_some());
+
+    // A withdrawal deletes every document of the work, whatever its kind.
+    let mut batch = WriteBatch::default();
+    batch.documents.extend(DocumentKind::ALL.into_iter().map(|kind| document(kind, "LCC-1", None, 3)));
+    store.apply_batch(V1, Arc::new(batch)).await.expect("write");
+    for kind in DocumentKind::ALL {
+        assert_eq!(store.document(kind, "LCC-1").await.expect("read"), None, "{kind:?} is deleted");
+    }
 }
 
 /// Provenance comes back in (recordedAt, topic, version) order, and rewriting an entry does not duplicate it.
@@ -342,6 +353,8 @@ macro_rules! store_conformance_tests {
             change_feed_records_row_changes_in_commit_order,
             bulk_rows_walk_by_key
         );
+        $crate::store_conformance_tests!(@clocked_case $factory; [$(#[$attribute])*];
+            change_feed_retention_keeps_each_works_newest_change);
     };
     (@cases $factory:path; $attributes:tt; $($case:ident),*) => {
         $($crate::store_conformance_tests!(@case $factory; $attributes; $case);)*
@@ -350,8 +363,22 @@ macro_rules! store_conformance_tests {
         #[tokio::test]
         $(#[$attribute])*
         async fn $case() {
-            let under_test = $factory().await;
+            let under_test = $factory($crate::clock::Clock::system()).await;
             $crate::conformance::$case(&*under_test.store).await;
+            if let Some(cleanup) = under_test.cleanup {
+                cleanup.await;
+            }
+            drop(under_test.guard);
+        }
+    };
+    // A case that moves time on: the store reads a manual clock the case advances.
+    (@clocked_case $factory:path; [$(#[$attribute:meta])*]; $case:ident) => {
+        #[tokio::test]
+        $(#[$attribute])*
+        async fn $case() {
+            let clock = $crate::clock::Clock::manual();
+            let under_test = $factory(clock.clone()).await;
+            $crate::conformance::$case(&*under_test.store, &clock).await;
             if let Some(cleanup) = under_test.cleanup {
                 cleanup.await;
             }

@@ -12,7 +12,7 @@ use super::catalog_clock;
 use super::errors::unavailable;
 use super::execution::{Prepared, ddl_statement, execute, select};
 use super::row_mapping;
-use super::schema::{CATALOG_CQL, MODEL_CQL, SCHEMA_REVISION, render};
+use super::schema::{CATALOG_CQL, MODEL_CQL, SCHEMA_REVISION, drop_keyspace, render};
 use super::statements::{ACTIVE_ROW, CatalogStatement, ModelStatement, REVISION_ROW, VERSIONS_PARTITION};
 use crate::store::{ModelVersion, ModelVersionInfo, ModelVersions, StoreError};
 
@@ -26,7 +26,7 @@ impl ScyllaStore {
         };
         keyspaces.push(self.inner.settings.keyspace.clone());
         for keyspace in keyspaces {
-            self.run_ddl(&format!("DROP KEYSPACE IF EXISTS {keyspace}")).await?;
+            self.run_ddl(&drop_keyspace(&keyspace)).await?;
         }
         self.inner.versions.forget_all();
         Ok(())
@@ -173,7 +173,7 @@ impl ModelVersions for ScyllaStore {
         // or times out leaves the version listed, and dropping it again (or
         // `migrate`, which recreates listed keyspaces) repairs it, where the
         // other order would leave a keyspace no catalog names.
-        self.run_ddl(&format!("DROP KEYSPACE IF EXISTS {}", self.inner.settings.model_keyspace(version))).await?;
+        self.run_ddl(&drop_keyspace(&self.inner.settings.model_keyspace(version))).await?;
         let delete = self.catalog().await?.get(CatalogStatement::DeleteVersion)?;
         let stamp = self.catalog_stamp().await?;
         let values = (stamp, VERSIONS_PARTITION, row_mapping::version_column(version)?);

@@ -227,7 +227,8 @@ impl<'a> VersionFeed<'a> {
         let mut after = start;
         let mut items = Vec::new();
         let wanted = query.limit as usize;
-        for day in self.days(query.audience).await? {
+        let days = self.days(query.audience).await?;
+        for &day in &days {
             if day < day_of(after.sequence) || day > day_of(until) {
                 continue;
             }
@@ -253,13 +254,16 @@ impl<'a> VersionFeed<'a> {
                 break;
             }
         }
+        let mut settling = false;
         if items.len() < wanted && !query.latest_only && query.until_sequence.is_none() && !settle.is_zero() {
             // Caught up to the settled moment: nothing of the audience lands
             // before it any more, so the cursor moves there, and a quiet
             // audience's cursor does not fall behind the horizon.
             after = after.max(FeedPosition { sequence: until, lcc_id: String::new() });
+            settling =
+                self.newest_sequence(query.audience, days.last().copied()).await?.is_some_and(|newest| newest > until);
         }
-        Ok(ChangesRead::Page(ChangePage { model_version: version, items, next: after }))
+        Ok(ChangesRead::Page(ChangePage { model_version: version, items, next: after, settling }))
     }
 
     /// The newest change of one work, if retained.
@@ -280,23 +284,35 @@ impl<'a> VersionFeed<'a> {
         rows.into_iter().next().map(change_item).transpose()
     }
 
+    /// The sequence of the newest change of `audience` in the day partition `day`.
+    async fn newest_sequence(&self, audience: Audience, day: Option<i64>) -> Result<Option<i64>, StoreError> {
+        Ok(self.feed_end(ModelStatement::SelectLastChange, audience, day).await?.map(|position| position.sequence))
+    }
+
+    /// The first or last change (`statement`) of `audience` in the day partition `day`.
+    async fn feed_end(
+        &self,
+        statement: ModelStatement,
+        audience: Audience,
+        day: Option<i64>,
+    ) -> Result<Option<FeedPosition>, StoreError> {
+        let Some(day) = day else { return Ok(None) };
+        let rows: Vec<(i64, String)> =
+            select(self.session, self.statements.get(statement)?, (audience.code(), day)).await?;
+        Ok(rows.into_iter().next().map(|(sequence, lcc_id)| FeedPosition { sequence, lcc_id }))
+    }
+
     pub(super) async fn bounds(
         &self,
         version: ModelVersion,
         audience: Audience,
     ) -> Result<ChangeFeedBounds, StoreError> {
         let days = self.days(audience).await?;
-        let end = |statement: ModelStatement, day: Option<i64>| async move {
-            let Some(day) = day else { return Ok(None) };
-            let rows: Vec<(i64, String)> =
-                select(self.session, self.statements.get(statement)?, (audience.code(), day)).await?;
-            Ok::<_, StoreError>(rows.into_iter().next().map(|(sequence, lcc_id)| FeedPosition { sequence, lcc_id }))
-        };
         Ok(ChangeFeedBounds {
             model_version: version,
             horizon: self.horizon().await?,
-            oldest: end(ModelStatement::SelectFirstChange, days.first().copied()).await?,
-            newest: end(ModelStatement::SelectLastChange, days.last().copied()).await?,
+            oldest: self.feed_end(ModelStatement::SelectFirstChange, audience, days.first().copied()).await?,
+            newest: self.feed_end(ModelStatement::SelectLastChange, audience, days.last().copied()).await?,
         })
     }
 }

@@ -54,6 +54,7 @@ use self::execution::Prepared;
 use self::prepared_versions::PreparedVersions;
 use self::settings::validate_keyspace;
 pub use self::settings::{ScyllaSettings, parse_consistency};
+pub use self::statements::every_statement_text;
 use self::statements::{CatalogStatement, ModelStatement};
 use self::write_protocol::BucketRecounts;
 use crate::active_version_cache::ActiveVersionCache;
@@ -89,6 +90,12 @@ struct Inner {
 impl ScyllaStore {
     /// Connects to the cluster. The schema need not exist yet: `migrate` creates it.
     pub async fn connect(settings: ScyllaSettings) -> Result<ScyllaStore, StoreError> {
+        ScyllaStore::connect_with_clock(settings, Clock::system()).await
+    }
+
+    /// [`ScyllaStore::connect`], reading `clock` for the change feed's
+    /// placement, settling and retention (a manual one in tests).
+    pub async fn connect_with_clock(settings: ScyllaSettings, clock: Clock) -> Result<ScyllaStore, StoreError> {
         validate_keyspace(&settings.keyspace).map_err(StoreError::Corrupt)?;
         let (session, read_profile) = session::connect(&settings).await?;
         Ok(ScyllaStore {
@@ -99,7 +106,7 @@ impl ScyllaStore {
                 catalog: OnceCell::new(),
                 versions: PreparedVersions::default(),
                 active: ActiveVersionCache::default(),
-                clock: Clock::system(),
+                clock,
                 newest_feed_millisecond: std::sync::Mutex::new(0),
                 feed_sweep: tokio::sync::Mutex::new(None),
                 recounts: BucketRecounts::default(),

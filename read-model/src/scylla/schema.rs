@@ -16,6 +16,12 @@ pub const MODEL_CQL: &str = include_str!("../../../schemas/cql/model.cql");
 /// 3 the bulk bucket marks, which every bulk-row write must go through.
 pub const SCHEMA_REVISION: i32 = 3;
 
+/// The statement that drops keyspace `keyspace` (a model version, or the
+/// catalog when decommissioning), which no DDL file holds.
+pub fn drop_keyspace(keyspace: &str) -> String {
+    format!("DROP KEYSPACE IF EXISTS {keyspace}")
+}
+
 /// The statements of a DDL file, with its placeholders filled in.
 ///
 /// Comments (`--` to the end of a line) are dropped before splitting at `;`,

@@ -172,7 +172,8 @@ pub(super) fn changes(
         let end = FeedPosition { sequence: newest.unwrap_or(0).max(state.horizon), lcc_id: String::new() };
         next = next.max(end);
     }
-    Ok(ChangesRead::Page(ChangePage { model_version: version, items, next }))
+    // One writer commits in sequence order, so a change is served as soon as it is committed.
+    Ok(ChangesRead::Page(ChangePage { model_version: version, items, next, settling: false }))
 }
 
 /// The newest retained change of one work of one audience.

@@ -12,9 +12,8 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use end_to_end_tests::kafka::{
-    Broker, KillOnDrop, create_topics, kafka_projector_command, metric, produce_single_object,
-};
+use end_to_end_tests::KillOnDrop;
+use end_to_end_tests::kafka::{Broker, create_topics, kafka_projector_command, metric, produce_single_object};
 use end_to_end_tests::{
     ProjectedStream, assert_same_documents, dump_documents, generate_and_project, http, spawn_listening,
 };

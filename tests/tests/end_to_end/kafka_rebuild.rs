@@ -2,31 +2,28 @@
 //! model version 1 and the query API serves it, `projector rebuild --into 2`
 //! replays every topic from the earliest offset into version 2;
 //! `projector activate 2` switches the running API without a restart and
-//! without one failed request; version 1 can then be dropped.
+//! without one failed request; version 1 can then be dropped. On the
+//! embedded default and on Apache Cassandra alike.
 
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use end_to_end_tests::KillOnDrop;
 use end_to_end_tests::kafka::{
-    Broker, KillOnDrop, create_topics, kafka_projector_command, produce_single_object, wait_until_caught_up,
+    Broker, create_topics, kafka_projector_command, produce_single_object, wait_until_caught_up,
 };
 use end_to_end_tests::{
-    BASE_PATH, assert_same_documents, binary, dump_documents, dump_model_version, http, issue_production_key,
-    spawn_listening,
+    BASE_PATH, CqlStore, TestStore, assert_same_documents, binary, http, issue_production_key, spawn_listening,
 };
 use projector::generate::{GenerateOptions, generate};
 
-fn projector(arguments: &[&str], data: &std::path::Path) -> String {
-    let output = Command::new(binary("projector"))
-        .args(arguments)
-        .arg("--data-dir")
-        .arg(data)
-        .env("RUST_LOG", "warn")
-        .stderr(Stdio::inherit())
-        .output()
-        .expect("projector runs");
+fn projector(arguments: &[&str], data: &(impl TestStore + ?Sized)) -> String {
+    let mut command = Command::new(binary("projector"));
+    command.args(arguments);
+    data.add_store_flags(&mut command);
+    let output = command.env("RUST_LOG", "warn").stderr(Stdio::inherit()).output().expect("projector runs");
     assert!(output.status.success(), "projector {arguments:?} failed");
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
@@ -34,25 +31,46 @@ fn projector(arguments: &[&str], data: &std::path::Path) -> String {
 #[test]
 fn a_rebuild_is_activated_under_load_without_a_failed_request_and_the_old_version_dropped() {
     let directory = tempfile::tempdir().expect("tempdir");
-    let events = directory.path().join("events");
+    let data = directory.path().join("data");
+    let clean = directory.path().join("file-projection");
+    rebuild_under_load(directory.path(), &data, &clean);
+}
+
+#[test]
+fn a_rebuild_over_cassandra_is_activated_under_load_and_the_old_version_dropped() {
+    let directory = tempfile::tempdir().expect("tempdir");
+    let data = CqlStore::new(&directory.path().join("data"), "kafka_rebuild");
+    let clean = CqlStore::new(&directory.path().join("file-projection"), "kafka_rebuild_clean");
+    rebuild_under_load(directory.path(), &data, &clean);
+}
+
+/// The live projector follows the topics into version 1 of `data`, the
+/// rebuild writes version 2 beside it, and a clean projection of the same
+/// events from files into `clean` is what version 2 must hold.
+fn rebuild_under_load(
+    directory: &std::path::Path,
+    data: &(impl TestStore + ?Sized),
+    clean: &(impl TestStore + ?Sized),
+) {
+    let events = directory.join("events");
     generate(&GenerateOptions { works: 300, seed: 29, events_per_segment: 1_000, sandbox: false }, &events)
         .expect("generate");
-    let broker = Broker::start(&directory.path().join("broker"));
+    let broker = Broker::start(&directory.join("broker"));
     create_topics(&broker, "", 2, &["dead-letters"]);
-    let published = directory.path().join("published-schemas");
+    let published = directory.join("published-schemas");
     produce_single_object(&broker, &events, &published);
     // The live projector follows the topics into version 1 (the first, so active).
-    let data = directory.path().join("data");
-    let mut live = kafka_projector_command(&broker, &data, "live", "");
+    let mut live = kafka_projector_command(&broker, data, "live", "");
     live.arg("--writer-schema-dir").arg(&published).stderr(Stdio::null());
     let (live, mut listening) = spawn_listening(&mut live);
     let mut live = KillOnDrop(live);
     let live_admin = listening.remove("admin").expect("an admin listener");
 
     // The query API serves whatever version is active.
-    let key = issue_production_key(&data, &["rights:read"], 1_000_000);
+    let key = issue_production_key(data, &["rights:read"], 1_000_000);
     let mut api = Command::new(binary("query-api"));
-    api.arg("serve").arg("--data-dir").arg(&data);
+    api.arg("serve");
+    data.add_store_flags(&mut api);
     api.args(["--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"]).env("RUST_LOG", "warn");
     let (api, mut listening) = spawn_listening(&mut api);
     let _api = KillOnDrop(api);
@@ -87,10 +105,10 @@ fn a_rebuild_is_activated_under_load_without_a_failed_request_and_the_old_versio
             "127.0.0.1:0",
             "--exit-when-caught-up",
         ],
-        &data,
+        data,
     );
     assert!(rebuilt.contains("\"applied\""), "{rebuilt}");
-    let versions = projector(&["versions"], &data);
+    let versions = projector(&["versions"], data);
     assert!(versions.contains(r#"{"active":true,"version":1}"#), "{versions}");
     assert!(versions.contains(r#"{"active":false,"version":2}"#), "{versions}");
 
@@ -119,14 +137,14 @@ fn a_rebuild_is_activated_under_load_without_a_failed_request_and_the_old_versio
         }
     };
     more_requests(20);
-    assert!(projector(&["activate", "2"], &data).contains("model version 2 is active"));
+    assert!(projector(&["activate", "2"], data).contains("model version 2 is active"));
     more_requests(50);
 
     // The rebuild is now the live version; the old live projector stops and version 1 goes.
     Command::new("kill").args(["-TERM", &live.0.id().to_string()]).status().expect("kill runs");
     assert!(live.0.wait().expect("exits").success(), "SIGTERM gives exit 0");
-    assert!(projector(&["drop", "1"], &data).contains("model version 1 dropped"));
-    assert!(!data.join("model-v1.sqlite").exists(), "version 1's file is gone");
+    assert!(projector(&["drop", "1"], data).contains("model version 1 dropped"));
+    assert_eq!(data.model_versions(), [2], "version 1 is gone from the store");
     more_requests(20);
     stop.store(true, Ordering::Relaxed);
     load.join().expect("load thread");
@@ -135,8 +153,6 @@ fn a_rebuild_is_activated_under_load_without_a_failed_request_and_the_old_versio
     assert_eq!(failures.load(Ordering::Relaxed), 0, "no request failed during the switch");
 
     // Version 2 holds what a clean file projection of the events gives.
-    let clean = directory.path().join("file-projection");
-    end_to_end_tests::project(&events, &clean, 500);
-    let rebuilt_dump = dump_model_version(&data, 2);
-    assert_same_documents(&dump_documents(&clean), &rebuilt_dump);
+    end_to_end_tests::project(&events, clean, 500);
+    assert_same_documents(&clean.dump_model_version(1), &data.dump_model_version(2));
 }

@@ -5,48 +5,19 @@
 //! the embedded default (the same events from files into SQLite), byte for
 //! byte, compared by `tests/compare/answers.py`.
 
-use std::path::Path;
 use std::process::{Command, Stdio};
 
-use end_to_end_tests::cql::{drop_keyspaces, fresh_keyspace, store_arguments};
+use end_to_end_tests::cql::{Cluster, fresh_keyspace};
 use end_to_end_tests::kafka::{
-    Broker, KillOnDrop, SchemaRegistry, create_topics, kafka_projector_command, produce, project_until_caught_up,
+    Broker, SchemaRegistry, create_topics, kafka_projector_command, produce, project_until_caught_up,
 };
-use end_to_end_tests::{
-    ALL_SCOPES, BASE_PATH, binary, issue_production_key, project, serve_quietly, spawn_listening, workspace_root,
-};
+use end_to_end_tests::{ALL_SCOPES, BASE_PATH, issue_production_key, project, serve_quietly, workspace_root};
 use projector::generate::{GenerateOptions, generate};
 
 /// Works of the generated registry; the sandbox fixtures come with them.
 const WORKS: usize = 3_000;
 /// Undecodable messages among the produced ones.
 const GARBAGE: usize = 5;
-
-/// Issues a production key with every scope on the Cassandra store `keyspace`.
-fn issue_cql_key(keyspace: &str) -> String {
-    let mut command = Command::new(binary("query-api"));
-    command.arg("keys");
-    store_arguments(&mut command, keyspace);
-    let output = command
-        .args(["issue", "--partner", "Production shape", "--rate-limit", "1000000000"])
-        .args(["--scopes", &ALL_SCOPES.join(",")])
-        .env("RUST_LOG", "warn")
-        .stderr(Stdio::inherit())
-        .output()
-        .expect("query-api keys runs");
-    assert!(output.status.success(), "query-api keys issue on {keyspace} failed");
-    String::from_utf8(output.stdout).expect("utf-8").lines().next().expect("the key").trim().to_owned()
-}
-
-/// `query-api serve` over the Cassandra store `keyspace`, on port 0; its public address.
-fn serve_cql(keyspace: &str, data: &Path) -> (KillOnDrop, String) {
-    let mut command = Command::new(binary("query-api"));
-    command.args(["serve", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"]);
-    command.args(["--snapshot-interval-minutes", "0"]).arg("--data-dir").arg(data);
-    store_arguments(&mut command, keyspace);
-    let (child, mut listening) = spawn_listening(command.env("RUST_LOG", "warn"));
-    (KillOnDrop(child), listening.remove("public").expect("public listener"))
-}
 
 #[test]
 fn kafka_into_cassandra_serves_every_answer_the_embedded_default_serves() {
@@ -71,15 +42,17 @@ fn kafka_into_cassandra_serves_every_answer_the_embedded_default_serves() {
     let produced = produce(&broker, &events, "mixed", &schemas, &["--garbage", &GARBAGE.to_string()]);
     assert_eq!(produced["produced"].as_u64(), Some(manifest.events as u64));
     produce(&broker, &sandbox, "single-object", &schemas, &[]);
+    let cluster = Cluster::shared();
     let keyspace = fresh_keyspace("production_shape");
     let data = directory.path().join("production");
     let mut projector = kafka_projector_command(&broker, &data, "production-shape", "");
     projector.args(["--schema-registry-url", &registry.url]).arg("--writer-schema-dir").arg(&schemas);
-    store_arguments(&mut projector, &keyspace);
+    cluster.store_arguments(&mut projector, &keyspace);
     let summary = project_until_caught_up(projector);
     assert_eq!(summary.parked as usize, manifest.malformed_events + GARBAGE, "poison is parked, not applied");
-    let production_key = issue_cql_key(&keyspace);
-    let (_production_server, production_address) = serve_cql(&keyspace, &data);
+    let production_key = cluster.issue_key(&keyspace, &ALL_SCOPES);
+    let (_production_server, mut listening) = cluster.serve(&keyspace, &data);
+    let production_address = listening.remove("public").expect("public listener");
 
     let output = Command::new("python3")
         .arg(workspace_root().join("tests/compare/answers.py"))
@@ -98,5 +71,5 @@ fn kafka_into_cassandra_serves_every_answer_the_embedded_default_serves() {
     assert!(report.contains("0 differences"), "{report}");
     let _ = embedded_server.kill();
     let _ = embedded_server.wait();
-    drop_keyspaces(&keyspace);
+    cluster.drop_keyspaces(&keyspace);
 }

@@ -26,8 +26,8 @@ use rdkafka::{ClientContext, error::KafkaError};
 use read_model::Checkpoint;
 use tokio::sync::mpsc;
 
-use super::KafkaSettings;
 use super::wire::{SchemaIds, WireDecoder, WireError};
+use super::{KafkaSettings, is_transport_error};
 use crate::backoff::Backoff;
 use crate::contract::{Contract, Topic};
 use crate::progress::PartitionBoard;
@@ -168,20 +168,6 @@ impl ProjectorContext {
         // A revocation while stopping must still pass: it releases the partitions fully written.
         checkpoints_from_loop(&self.sender, &|| false)
     }
-}
-
-fn is_transport_error(error: &KafkaError) -> bool {
-    use rdkafka::types::RDKafkaErrorCode;
-    matches!(
-        error.rdkafka_error_code(),
-        Some(
-            RDKafkaErrorCode::BrokerTransportFailure
-                | RDKafkaErrorCode::AllBrokersDown
-                | RDKafkaErrorCode::Resolve
-                | RDKafkaErrorCode::BrokerNotAvailable
-                | RDKafkaErrorCode::NetworkException
-        )
-    )
 }
 
 /// Starts the consumer thread and returns the feed of the projection loop.

@@ -19,6 +19,8 @@ pub mod schema_ids;
 pub mod wire;
 
 use rdkafka::ClientConfig;
+use rdkafka::error::KafkaError;
+use rdkafka::types::RDKafkaErrorCode;
 
 use crate::contract::Topic;
 
@@ -69,6 +71,21 @@ impl KafkaSettings {
             .set("socket.keepalive.enable", "true");
         config
     }
+}
+
+/// Whether `error` says a broker cannot be reached: the client reconnects by
+/// itself, so a reader waits (within its own deadline) instead of failing.
+pub fn is_transport_error(error: &KafkaError) -> bool {
+    matches!(
+        error.rdkafka_error_code(),
+        Some(
+            RDKafkaErrorCode::BrokerTransportFailure
+                | RDKafkaErrorCode::AllBrokersDown
+                | RDKafkaErrorCode::Resolve
+                | RDKafkaErrorCode::BrokerNotAvailable
+                | RDKafkaErrorCode::NetworkException
+        )
+    )
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ mod catalog;
 pub use self::catalog::{
     ACTIVE_ROW, API_KEYS_PARTITION, CLOCK_ROW, CatalogStatement, REVISION_ROW, VERSIONS_PARTITION,
 };
+use super::schema::{CATALOG_CQL, MODEL_CQL, drop_keyspace, render};
 use crate::documents::DocumentKind;
 
 /// Declares the statements without a document kind once, so that the enum
@@ -85,6 +86,23 @@ model_statements!(
     WriteChangeHorizon,
     SelectChangeHorizon,
 );
+
+/// The text of every statement the backend can send: the committed DDL of
+/// the catalog keyspace `catalog` and of the model version keyspace `model`
+/// (rendered with `replication_factor`), the drop of a model version
+/// keyspace, and every prepared statement on both. The end-to-end suite
+/// checks with it that a real node executed each one in the run.
+pub fn every_statement_text(catalog: &str, model: &str, replication_factor: u32) -> Vec<String> {
+    let ddl = render(CATALOG_CQL, catalog, replication_factor)
+        .into_iter()
+        .chain(render(MODEL_CQL, model, replication_factor))
+        .chain([drop_keyspace(model)]);
+    let prepared = CatalogStatement::ALL
+        .into_iter()
+        .map(|statement| statement.text(catalog))
+        .chain(ModelStatement::all().into_iter().map(|statement| statement.text(model)));
+    ddl.chain(prepared).collect()
+}
 
 /// How a statement runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
