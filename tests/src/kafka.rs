@@ -145,15 +145,6 @@ pub fn wait_until_caught_up(admin: &str, partitions: usize) {
     }
 }
 
-/// The value of the first series on the projector's `/metrics` at `admin`
-/// whose line starts with `series` (a name, or a name with its labels); 0
-/// when there is none yet.
-pub fn metric(admin: &str, series: &str) -> u64 {
-    let (_, _, metrics) = crate::http(admin, "GET", "/metrics", &[], "");
-    let line = metrics.lines().find(|line| line.starts_with(series)).unwrap_or_default();
-    line.rsplit(' ').next().and_then(|value| value.parse().ok()).unwrap_or(0)
-}
-
 /// Creates the six topics (and any extra ones) with `partitions` partitions,
 /// each replicated on up to three of the broker's nodes.
 pub fn create_topics(broker: &Broker, prefix: &str, partitions: u32, extra: &[&str]) {

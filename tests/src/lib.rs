@@ -18,7 +18,7 @@ pub mod stores;
 
 pub use self::engines::KillOnDrop;
 pub use self::service::{
-    ALL_SCOPES, RunningService, issue_production_key, issue_production_key_with_id, revoke_production_key,
+    ALL_SCOPES, RunningService, issue_production_key, issue_production_key_with_id, metric, revoke_production_key,
 };
 pub use self::stores::{CqlStore, TestStore};
 

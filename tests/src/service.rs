@@ -169,3 +169,12 @@ pub fn revoke_production_key(data: &(impl TestStore + ?Sized), key_id: &str) {
     let output = command.args(["revoke", key_id]).env("RUST_LOG", "warn").output().expect("query-api keys revoke runs");
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
 }
+
+/// The value of the first series on the `/metrics` of the admin listener `admin`
+/// whose line starts with `series` (a name, or a name with its labels); 0
+/// when there is none yet.
+pub fn metric(admin: &str, series: &str) -> u64 {
+    let (_, _, metrics) = http(admin, "GET", "/metrics", &[], "");
+    let line = metrics.lines().find(|line| line.starts_with(series)).unwrap_or_default();
+    line.rsplit(' ').next().and_then(|value| value.parse().ok()).unwrap_or(0)
+}

@@ -82,7 +82,10 @@ impl TestStore for CqlStore {
     }
 
     fn dump_model_version(&self, version: u32) -> BTreeMap<String, Vec<String>> {
-        self.cluster.dump_model_version(&self.keyspace, version)
+        let mut dump = self.cluster.dump_model_version(&self.keyspace, version);
+        // As on SQLite: checkpoints name the source, which two stores compared may not share.
+        dump.remove("checkpoints");
+        dump
     }
 
     fn model_versions(&self) -> Vec<u32> {

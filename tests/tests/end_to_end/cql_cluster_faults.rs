@@ -16,9 +16,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use end_to_end_tests::cql::{Cluster, fresh_keyspace};
-use end_to_end_tests::kafka::metric;
 use end_to_end_tests::{
-    BASE_PATH, KillOnDrop, assert_same_documents, avro_files_in, binary, copy_files, http, projector_command,
+    BASE_PATH, KillOnDrop, assert_same_documents, avro_files_in, binary, copy_files, http, metric, projector_command,
     spawn_listening,
 };
 use projector::generate::{GenerateOptions, generate};

@@ -9,8 +9,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use end_to_end_tests::cql::{Cluster, drop_keyspaces, fresh_keyspace, store_arguments};
-use end_to_end_tests::kafka::metric;
-use end_to_end_tests::{assert_same_documents, binary, parked_events, spawn_listening, summary_of};
+use end_to_end_tests::{assert_same_documents, binary, metric, parked_events, spawn_listening, summary_of};
 use projector::generate::{GenerateOptions, Random, generate};
 
 /// The kills, each on a running projector.

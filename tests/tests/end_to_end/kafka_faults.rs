@@ -13,12 +13,12 @@ use std::time::{Duration, Instant};
 
 use end_to_end_tests::KillOnDrop;
 use end_to_end_tests::kafka::{
-    Broker, create_topics, kafka_projector_command, list_dead_letters, metric, produce_single_object,
-    project_until_caught_up, wait_until_caught_up,
+    Broker, create_topics, kafka_projector_command, list_dead_letters, produce_single_object, project_until_caught_up,
+    wait_until_caught_up,
 };
 use end_to_end_tests::{
-    ProjectedStream, assert_same_documents, dump_documents, generate_and_project, http, sigkill_after, spawn_listening,
-    summary_of,
+    ProjectedStream, assert_same_documents, dump_documents, generate_and_project, http, metric, sigkill_after,
+    spawn_listening, summary_of,
 };
 use projector::generate::Random;
 
