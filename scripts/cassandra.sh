@@ -14,8 +14,9 @@
 #   scripts/cassandra.sh restart DIR N       start node N again on its data, ready for CQL
 #
 # Each node keeps its data, its log (`DIR/node-N/system.log`), its audit log
-# of the statements it executed (`DIR/node-N/audit.log`) and its pid file
-# under DIR/node-N; a node that does not come up prints its log.
+# of the statements it executed (`DIR/node-N/audit.log`, with
+# CASSANDRA_AUDIT=yes) and its pid file under DIR/node-N; a node that does
+# not come up prints its log.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -47,6 +48,9 @@ java_options=(
     --add-opens java.base/java.lang.reflect=ALL-UNNAMED --add-opens jdk.compiler/com.sun.tools.javac=ALL-UNNAMED
     --add-opens java.base/java.lang=ALL-UNNAMED --add-opens java.base/java.util=ALL-UNNAMED
 )
+
+audit=false
+[ "${CASSANDRA_AUDIT:-}" = yes ] && audit=true
 
 # configure N SEED: writes node N's cassandra.yaml and logback.xml.
 configure() {
@@ -84,11 +88,12 @@ write_request_timeout: 20000ms
 counter_write_request_timeout: 20000ms
 truncate_request_timeout: 60000ms
 request_timeout: 20000ms
-# Every statement clients execute, as they prepared it (values are not
-# logged), in DIR/node-N/audit.log: the test suite checks that each
-# statement the backend can send was executed by some test.
+# With CASSANDRA_AUDIT=yes, every statement clients execute, as they
+# prepared it (values are not logged), in DIR/node-N/audit.log: the test
+# suite checks that each statement the backend can send was executed by
+# some test. Benchmarks leave it off, since it costs a log line each.
 audit_logging_options:
-  enabled: true
+  enabled: $audit
   logger:
     - class_name: FileAuditLogger
   included_categories: QUERY, DML, DDL

@@ -28,7 +28,7 @@ stop_engines() {
 trap stop_engines EXIT
 audit_log=""
 if [ -z "${SCYLLA_NODES:-}" ]; then
-    SCYLLA_NODES=$(scripts/cassandra.sh start "$engines/cassandra")
+    SCYLLA_NODES=$(CASSANDRA_AUDIT=yes scripts/cassandra.sh start "$engines/cassandra")
     audit_log="$engines/cassandra/node-1/audit.log"
     echo "the CQL conformance cases run on Apache Cassandra at $SCYLLA_NODES"
 fi
