@@ -136,28 +136,51 @@ const FAILURE_LOG_INTERVAL: Duration = Duration::from_secs(60);
 async fn keep_refreshed(keys: Weak<ProductionKeys>) {
     let mut interval = tokio::time::interval(REFRESH_INTERVAL);
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    // When the current run of failures began, and when it was last logged.
-    let mut failing: Option<(tokio::time::Instant, tokio::time::Instant)> = None;
+    let mut failures = ReloadFailures::default();
     loop {
         interval.tick().await;
         let Some(keys) = keys.upgrade() else { return };
         let now = tokio::time::Instant::now();
-        match (keys.refresh().await, &mut failing) {
-            (Ok(()), None) => {}
-            (Ok(()), Some((since, _))) => {
-                let failed_for_ms = now.duration_since(*since).as_millis() as u64;
-                tracing::info!(failed_for_ms, "the production keys reload again");
-                failing = None;
+        match keys.refresh().await {
+            Ok(()) => {
+                if let Some(failed_for) = failures.succeeded(now) {
+                    let failed_for_ms = failed_for.as_millis() as u64;
+                    tracing::info!(failed_for_ms, "the production keys reload again");
+                }
             }
-            (Err(error), Some((_, logged))) if now.duration_since(*logged) < FAILURE_LOG_INTERVAL => {
-                tracing::debug!(%error, "cannot reload the production keys; keeping the ones loaded");
-            }
-            (Err(error), _) => {
+            Err(error) if failures.failed(now) => {
                 tracing::warn!(%error, "cannot reload the production keys; keeping the ones loaded");
-                let since = failing.map_or(now, |(since, _)| since);
-                failing = Some((since, now));
+            }
+            Err(error) => tracing::debug!(%error, "cannot reload the production keys; keeping the ones loaded"),
+        }
+    }
+}
+
+/// A run of failed reloads: when it began, and when it was last logged.
+#[derive(Debug, Default)]
+struct ReloadFailures {
+    run: Option<(tokio::time::Instant, tokio::time::Instant)>,
+}
+
+impl ReloadFailures {
+    /// Notes a failure at `now`; whether to log it as a warning.
+    fn failed(&mut self, now: tokio::time::Instant) -> bool {
+        match &mut self.run {
+            Some((_, logged)) if now.duration_since(*logged) < FAILURE_LOG_INTERVAL => false,
+            Some((_, logged)) => {
+                *logged = now;
+                true
+            }
+            None => {
+                self.run = Some((now, now));
+                true
             }
         }
+    }
+
+    /// Notes a success at `now`; how long the reloads had failed, if they had.
+    fn succeeded(&mut self, now: tokio::time::Instant) -> Option<Duration> {
+        self.run.take().map(|(since, _)| now.duration_since(since))
     }
 }
 
@@ -188,6 +211,21 @@ mod tests {
 
     use super::*;
     use crate::keys::Scope;
+
+    #[test]
+    fn a_store_that_stays_unreadable_is_reported_once_a_minute_and_its_recovery_once() {
+        let start = tokio::time::Instant::now();
+        let at = |milliseconds: u64| start + Duration::from_millis(milliseconds);
+        let mut failures = ReloadFailures::default();
+        assert_eq!(failures.succeeded(at(0)), None, "nothing to report while reloads succeed");
+        assert!(failures.failed(at(250)), "the first failure is a warning");
+        let quiet = (2..240).map(|tick| failures.failed(at(250 * tick))).filter(|warned| *warned).count();
+        assert_eq!(quiet, 0, "not the next ticks of the same minute");
+        assert!(failures.failed(at(250 + 60_000)), "a minute on, it says so again");
+        assert_eq!(failures.succeeded(at(70_250)), Some(Duration::from_secs(70)), "the recovery says how long");
+        assert_eq!(failures.succeeded(at(70_500)), None, "once");
+        assert!(failures.failed(at(70_750)), "a new run of failures is a warning at once");
+    }
 
     #[tokio::test]
     async fn issued_keys_authenticate_until_revoked_and_only_hashes_are_stored() {
