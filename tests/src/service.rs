@@ -178,3 +178,24 @@ pub fn metric(admin: &str, series: &str) -> u64 {
     let line = metrics.lines().find(|line| line.starts_with(series)).unwrap_or_default();
     line.rsplit(' ').next().and_then(|value| value.parse().ok()).unwrap_or(0)
 }
+
+/// Follows the change feed until a page says it is caught up: over the CQL
+/// store, a change is listed (in the feed and by OAI-PMH) only once it has
+/// settled, some seconds after its commit.
+pub fn wait_until_the_feed_settles(address: &str, key: &str) {
+    let (started, mut since) = (Instant::now(), String::new());
+    loop {
+        let path = format!("{BASE_PATH}/bulk/changes?limit=1000{since}");
+        let (status, _, body) = http(address, "GET", &path, &[("x-api-key", key)], "");
+        assert_eq!(status, 200, "{body}");
+        let page: serde_json::Value = serde_json::from_str(&body).expect("a feed page");
+        if page["caughtUp"] == true {
+            return;
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "the feed did not settle");
+        if page["items"].as_array().is_some_and(Vec::is_empty) {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        since = format!("&since={}", page["next"].as_str().expect("a cursor"));
+    }
+}

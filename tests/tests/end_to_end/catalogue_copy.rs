@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use end_to_end_tests::{
     BASE_PATH, CqlStore, KillOnDrop, TestStore, avro_files_in, binary, copy_files, http, issue_production_key, project,
-    require_external_tool, serve_quietly, workspace_root,
+    require_external_tool, serve_quietly, wait_until_the_feed_settles, workspace_root,
 };
 use projector::generate::{GenerateOptions, generate};
 use serde_json::Value;
@@ -38,27 +38,6 @@ fn harvest(base_url: &str, arguments: &[&str]) -> Value {
     let output =
         Command::new("python3").arg(script("harvest.py")).arg(base_url).args(arguments).output().expect("python3");
     report_of(&output, "the Sickle harvest")
-}
-
-/// Follows the change feed until a page says it is caught up: over the CQL
-/// store, a change is listed (in the feed and by OAI-PMH) only once it has
-/// settled, some seconds after its commit.
-fn wait_until_the_feed_settles(address: &str, key: &str) {
-    let (started, mut since) = (Instant::now(), String::new());
-    loop {
-        let path = format!("{BASE_PATH}/bulk/changes?limit=1000{since}");
-        let (status, _, body) = http(address, "GET", &path, &[("x-api-key", key)], "");
-        assert_eq!(status, 200, "{body}");
-        let page: Value = serde_json::from_str(&body).expect("a feed page");
-        if page["caughtUp"] == true {
-            return;
-        }
-        assert!(started.elapsed() < Duration::from_secs(60), "the feed did not settle");
-        if page["items"].as_array().is_some_and(Vec::is_empty) {
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        since = format!("&since={}", page["next"].as_str().expect("a cursor"));
-    }
 }
 
 /// The current UTC second, as OAI-PMH's `from` takes it.

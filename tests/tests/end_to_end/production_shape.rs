@@ -11,7 +11,9 @@ use end_to_end_tests::cql::{Cluster, fresh_keyspace};
 use end_to_end_tests::kafka::{
     Broker, SchemaRegistry, create_topics, kafka_projector_command, produce, project_until_caught_up,
 };
-use end_to_end_tests::{ALL_SCOPES, BASE_PATH, issue_production_key, project, serve_quietly, workspace_root};
+use end_to_end_tests::{
+    ALL_SCOPES, BASE_PATH, issue_production_key, project, serve_quietly, wait_until_the_feed_settles, workspace_root,
+};
 use projector::generate::{GenerateOptions, generate};
 
 /// Works of the generated registry; the sandbox fixtures come with them.
@@ -53,6 +55,7 @@ fn kafka_into_cassandra_serves_every_answer_the_embedded_default_serves() {
     let production_key = cluster.issue_key(&keyspace, &ALL_SCOPES);
     let (_production_server, mut listening) = cluster.serve(&keyspace, &data);
     let production_address = listening.remove("public").expect("public listener");
+    wait_until_the_feed_settles(&production_address, &production_key);
 
     let output = Command::new("python3")
         .arg(workspace_root().join("tests/compare/answers.py"))
