@@ -41,13 +41,9 @@ bootstrap=$(scripts/kafka.sh start "$work_directory/broker")
 store=(--store scylla --scylla-nodes "$cassandra" --scylla-keyspace bench
     --scylla-replication-factor "$((nodes < 3 ? nodes : 3))" --data-dir "$work_directory/data")
 
-"$projector" generate --works "$works" --seed 7 --out "$work_directory/events" >"$work_directory/manifest.json"
-python3 tests/kafka/produce.py topics --bootstrap "$bootstrap" --partitions 6 --extra-topic dead-letters >/dev/null
-echo "producing $(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['events'])" "$work_directory/manifest.json") events..." >&2
-python3 tests/kafka/produce.py produce --bootstrap "$bootstrap" --events "$work_directory/events" \
-    --format single-object --schemas "$work_directory/schemas" >"$work_directory/produced.json"
-
-"$bare" "$bootstrap" >"$work_directory/bare.json"
+# shellcheck source=scripts/bench/kafka_stream.sh
+source scripts/bench/kafka_stream.sh
+produce_and_drain
 echo "projecting from Kafka into Cassandra..." >&2
 "$projector" run --source "kafka://$bootstrap" "${store[@]}" --admin-listen 127.0.0.1:0 \
     --dead-letter-topic dead-letters --writer-schema-dir "$work_directory/schemas" \
