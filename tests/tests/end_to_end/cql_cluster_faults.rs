@@ -25,7 +25,13 @@ use projector::generate::{GenerateOptions, generate};
 /// Works of the generated registry.
 const WORKS: usize = 1_500;
 /// The client-side timeout of one request to the cluster, in milliseconds.
-const REQUEST_TIMEOUT_MS: u64 = 10_000;
+/// Until a coordinator's failure detector convicts a killed node (10 to 20 s)
+/// it may still ask that node for a read, and it asks a third replica only
+/// after its speculation threshold: half its read timeout (20 s on the
+/// test nodes, `scripts/cassandra.sh`) until it has measured the table's
+/// latency. A read with one node of three down may therefore take 10 s
+/// and still be answered; the client waits longer than that.
+const REQUEST_TIMEOUT_MS: u64 = 15_000;
 /// How long a lookup may take at most: the request timeout, and room for the
 /// API to answer after it.
 const LONGEST_ANSWER: Duration = Duration::from_millis(REQUEST_TIMEOUT_MS + 5_000);
@@ -55,8 +61,9 @@ fn readiness(admin: &str) -> u16 {
 }
 
 /// Looks up works `works` through the API at `public`; returns each answer's
-/// status and content type, failing when one takes longer than [`LONGEST_ANSWER`].
-fn look_up(public: &str, key: &str, works: std::ops::Range<usize>) -> Vec<(u16, String)> {
+/// status, content type and duration, failing when one takes longer than
+/// [`LONGEST_ANSWER`].
+fn look_up(public: &str, key: &str, works: std::ops::Range<usize>) -> Vec<(u16, String, Duration)> {
     works
         .map(|work| {
             let started = Instant::now();
@@ -65,7 +72,7 @@ fn look_up(public: &str, key: &str, works: std::ops::Range<usize>) -> Vec<(u16, 
             let elapsed = started.elapsed();
             assert!(elapsed <= LONGEST_ANSWER, "GET {path} took {elapsed:?}, past the request timeout");
             let content_type = headers.into_iter().find(|(name, _)| name == "content-type").unwrap_or_default().1;
-            (status, content_type)
+            (status, content_type, elapsed)
         })
         .collect()
 }
@@ -133,27 +140,31 @@ fn a_three_node_cassandra_cluster_losing_one_then_two_nodes_serves_waits_and_res
     let (public, api_admin) = (&listening["public"], &listening["admin"]);
     wait_for("the API ready", Duration::from_secs(60), || readiness(api_admin) == 200);
     let answered = look_up(public, &key, 0..200);
-    assert!(answered.iter().all(|(status, _)| *status == 200 || *status == 404), "{answered:?}");
+    assert!(answered.iter().all(|(status, ..)| *status == 200 || *status == 404), "{answered:?}");
 
     // Stage 1, one node down: the projector goes on, and the API answers every lookup.
     cluster.kill(4);
     eprintln!("killed the Cassandra node on 127.0.0.4");
     copy_files(thirds[1], &followed);
     expected += records_in(thirds[1]);
-    let mut lookups = 0;
+    let (mut lookups, mut slowest) = (0, Duration::ZERO);
     while !caught_up(expected) {
         let answered = look_up(public, &key, lookups % WORKS..lookups % WORKS + 20);
-        let failed: Vec<_> = answered.iter().filter(|(status, _)| *status != 200 && *status != 404).collect();
+        let failed: Vec<_> = answered.iter().filter(|(status, ..)| *status != 200 && *status != 404).collect();
         assert!(failed.is_empty(), "with one node of three down, lookups failed: {failed:?}");
         lookups += answered.len();
+        slowest = answered.iter().map(|(.., elapsed)| *elapsed).fold(slowest, Duration::max);
         assert!(lookups < 200_000, "the projector did not catch up with one node down");
     }
     let answered = look_up(public, &key, 0..WORKS);
-    assert!(answered.iter().all(|(status, _)| *status == 200 || *status == 404), "{answered:?}");
+    assert!(answered.iter().all(|(status, ..)| *status == 200 || *status == 404), "{answered:?}");
     lookups += answered.len();
+    slowest = answered.iter().map(|(.., elapsed)| *elapsed).fold(slowest, Duration::max);
     assert_eq!(readiness(&projector_admin), 200, "one node down leaves the projector ready");
     assert_eq!(readiness(api_admin), 200, "one node down leaves the API ready");
-    eprintln!("one node down: the projector caught up and the API answered all {lookups} lookups");
+    eprintln!(
+        "one node down: the projector caught up and the API answered all {lookups} lookups, the slowest in {slowest:?}"
+    );
 
     // Stage 2, two nodes down: quorum is lost.
     cluster.kill(3);
@@ -163,7 +174,7 @@ fn a_three_node_cassandra_cluster_losing_one_then_two_nodes_serves_waits_and_res
     wait_for("the API not ready", LONGEST_ANSWER * 4, || readiness(api_admin) == 503);
     wait_for("the projector not ready", LONGEST_ANSWER * 4, || readiness(&projector_admin) == 503);
     let answered = look_up(public, &key, 0..5);
-    for (status, content_type) in &answered {
+    for (status, content_type, _) in &answered {
         assert_eq!((*status, content_type.as_str()), (503, "application/problem+json"), "a lookup without quorum");
     }
     wait_for("the projector saying why its writes wait", LONGEST_ANSWER * 4, || {
@@ -179,7 +190,7 @@ fn a_three_node_cassandra_cluster_losing_one_then_two_nodes_serves_waits_and_res
     wait_for("the projector caught up after the restarts", Duration::from_secs(300), || caught_up(expected));
     wait_for("the API ready again", Duration::from_secs(120), || readiness(api_admin) == 200);
     let answered = look_up(public, &key, 0..WORKS);
-    assert!(answered.iter().all(|(status, _)| *status == 200 || *status == 404), "{answered:?}");
+    assert!(answered.iter().all(|(status, ..)| *status == 200 || *status == 404), "{answered:?}");
     assert_eq!(expected, manifest.events as u64, "every generated event was followed");
 
     drop((api, projector));
