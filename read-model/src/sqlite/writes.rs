@@ -26,7 +26,8 @@ use crate::stored_bodies::{self, BodyKind};
 /// `batch` with its bodies as the store keeps them (see
 /// [`crate::stored_bodies`]): compressed before the write transaction, so
 /// the compression does not hold the write lock. Sandbox fixtures, a few
-/// dozen, stay as they are.
+/// dozen, stay as they are. Only keys are copied, never a body that
+/// compression replaces: the batch is shared with the next one's overlay.
 pub(super) fn with_stored_bodies(batch: &WriteBatch) -> Result<WriteBatch, StoreError> {
     let compress =
         |kind, body: &Option<Vec<u8>>| body.as_deref().map(|body| stored_bodies::compress(kind, body)).transpose();
@@ -35,21 +36,37 @@ pub(super) fn with_stored_bodies(batch: &WriteBatch) -> Result<WriteBatch, Store
             .documents
             .iter()
             .map(|write| {
-                let body = compress(BodyKind::of_document(write.kind), &write.body)?;
-                Ok(DocumentWrite { body, ..write.clone() })
+                Ok(DocumentWrite {
+                    kind: write.kind,
+                    key: write.key.clone(),
+                    body: compress(BodyKind::of_document(write.kind), &write.body)?,
+                    version: write.version,
+                })
             })
             .collect::<Result<_, StoreError>>()?,
         provenance: batch
             .provenance
             .iter()
             .map(|row| {
-                Ok(ProvenanceRow { body: stored_bodies::compress(BodyKind::Provenance, &row.body)?, ..row.clone() })
+                Ok(ProvenanceRow {
+                    lcc_id: row.lcc_id.clone(),
+                    recorded_at: row.recorded_at,
+                    topic: row.topic.clone(),
+                    aggregate_version: row.aggregate_version,
+                    body: stored_bodies::compress(BodyKind::Provenance, &row.body)?,
+                })
             })
             .collect::<Result<_, StoreError>>()?,
         bulk_rows: batch
             .bulk_rows
             .iter()
-            .map(|write| Ok(KeyedWrite { body: compress(BodyKind::BulkRow, &write.body)?, ..write.clone() }))
+            .map(|write| {
+                Ok(KeyedWrite {
+                    key: write.key.clone(),
+                    body: compress(BodyKind::BulkRow, &write.body)?,
+                    version: write.version,
+                })
+            })
             .collect::<Result<_, StoreError>>()?,
         aggregates: batch
             .aggregates
