@@ -22,6 +22,7 @@ pub mod progress;
 pub mod projection;
 pub mod render_deferral;
 pub mod resolution;
+pub mod run_progress;
 pub mod runner;
 pub mod source;
 pub mod source_and_sink;

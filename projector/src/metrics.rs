@@ -2,17 +2,20 @@
 //! (`crate::admin`) serves.
 //!
 //! Counters move as batches commit ([`BatchObserver`]); partition gauges
-//! (lag, stalls) and the broker's reachability are read from the consumer's
-//! shared state when scraped, so they are never older than the scrape.
+//! (lag, stalls), the broker's reachability and the run's progress (rate,
+//! events and time left) are read from the consumer's shared state and the
+//! [`RunProgress`] when scraped, so they are never older than the scrape.
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use prometheus::{
-    Encoder, GaugeVec, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
-    TextEncoder,
+    Encoder, Gauge, GaugeVec, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
+    Registry, TextEncoder,
 };
 use read_model::ModelVersion;
 
+use crate::run_progress::RunProgress;
 use crate::runner::{BatchObserver, CommittedBatch};
 use crate::source::kafka::consumer::ConsumerShared;
 
@@ -30,6 +33,11 @@ pub struct ProjectorMetrics {
     lag_seconds: GaugeVec,
     stalled: IntGaugeVec,
     source_up: IntGauge,
+    events_per_second: Gauge,
+    /// Vectors without labels, so that a value not known is a series absent, not a false 0.
+    events_left: GaugeVec,
+    seconds_left: GaugeVec,
+    progress: Option<Arc<RunProgress>>,
 }
 
 impl ProjectorMetrics {
@@ -86,6 +94,24 @@ impl ProjectorMetrics {
             &partition,
         )?;
         let source_up = IntGauge::new("lcc_projector_source_up", "1 when the event source (the broker) is reachable.")?;
+        let events_per_second = Gauge::new(
+            "lcc_projector_events_per_second",
+            "Events committed per second over the last 20 seconds (since the start in a younger run).",
+        )?;
+        let events_left = GaugeVec::new(
+            Opts::new(
+                "lcc_projector_events_left",
+                "Events the source holds that are not committed (absent while unknown).",
+            ),
+            &[],
+        )?;
+        let seconds_left = GaugeVec::new(
+            Opts::new(
+                "lcc_projector_estimated_seconds_left",
+                "Events left at the current rate, in seconds (absent while unknown); deferred rendering comes after.",
+            ),
+            &[],
+        )?;
         let model_version = IntGauge::new("lcc_projector_model_version", "The model version this projector writes.")?;
         let rebuilding =
             IntGauge::new("lcc_projector_rebuild", "1 when this projector is rebuilding a model version.")?;
@@ -121,7 +147,36 @@ impl ProjectorMetrics {
             lag_seconds,
             stalled,
             source_up,
+            events_per_second,
+            events_left,
+            seconds_left,
+            progress: None,
         })
+    }
+
+    /// These metrics, exporting `progress` too: its rate always, the
+    /// events and the time left while they are known.
+    pub fn with_progress(mut self, progress: Arc<RunProgress>) -> Result<ProjectorMetrics, prometheus::Error> {
+        self.registry.register(Box::new(self.events_per_second.clone()))?;
+        self.registry.register(Box::new(self.events_left.clone()))?;
+        self.registry.register(Box::new(self.seconds_left.clone()))?;
+        self.progress = Some(progress);
+        Ok(self)
+    }
+
+    /// Sets the progress gauges from the run's progress now.
+    fn read_progress(&self) {
+        let Some(progress) = &self.progress else { return };
+        let report = progress.report();
+        self.events_per_second.set(report.events_per_second);
+        for (gauge, value) in
+            [(&self.events_left, report.events_left.map(|left| left as f64)), (&self.seconds_left, report.seconds_left)]
+        {
+            gauge.reset();
+            if let Some(value) = value {
+                gauge.with_label_values::<&str>(&[]).set(value);
+            }
+        }
     }
 
     /// The exposition text, with the consumer's state read now.
@@ -146,6 +201,7 @@ impl ProjectorMetrics {
         } else {
             self.source_up.set(1);
         }
+        self.read_progress();
         let mut buffer = Vec::new();
         // Encoding gathered families into a Vec cannot fail.
         let _ = TextEncoder::new().encode(&self.registry.gather(), &mut buffer);
@@ -188,5 +244,37 @@ mod tests {
         let text = metrics.render(None);
         assert!(text.contains("\nlcc_projector_documents_awaiting_render 0\n"));
         assert!(text.contains("\nlcc_projector_batches_total 2\n"), "{text}");
+    }
+
+    #[test]
+    fn the_progress_is_read_when_scraped_and_what_is_unknown_is_absent() {
+        use std::sync::atomic::AtomicU64;
+
+        use crate::source::Backlog;
+
+        let found = Arc::new(AtomicU64::new(0));
+        let progress = Arc::new(RunProgress::new(Backlog::Found(Arc::clone(&found))));
+        let metrics = ProjectorMetrics::new(ModelVersion(2), true)
+            .expect("metrics")
+            .with_progress(Arc::clone(&progress))
+            .expect("progress");
+        let text = metrics.render(None);
+        assert!(text.contains("\nlcc_projector_events_left 0\n"), "{text}");
+        assert!(text.contains("\nlcc_projector_events_per_second 0\n"), "{text}");
+        assert!(!text.contains("\nlcc_projector_estimated_seconds_left "), "no rate, no estimate: {text}");
+
+        found.store(5_000, Ordering::Relaxed);
+        let committed = CommittedBatch {
+            checkpoints: &[],
+            last_recorded_at: &[],
+            totals: RunTotals { events: 1_000, batches: 1, ..RunTotals::default() },
+            latency: Duration::from_millis(5),
+            documents_awaiting_render: 0,
+        };
+        progress.batch_committed(&committed);
+        let text = metrics.render(None);
+        assert!(text.contains("\nlcc_projector_events_left 4000\n"), "{text}");
+        assert!(text.contains("\nlcc_projector_estimated_seconds_left "), "{text}");
+        assert!(!text.contains("\nlcc_projector_events_per_second 0\n"), "{text}");
     }
 }

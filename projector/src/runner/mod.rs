@@ -124,7 +124,7 @@ pub async fn run(
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<RunTotals> {
     let started = Instant::now();
-    let SourceFeed { source_id, receiver, stop, reader } = feed;
+    let SourceFeed { source_id, receiver, stop, reader, .. } = feed;
     tokio::pin!(shutdown);
     let (tell_waits, give_up) = watch::channel(false);
     let stop_request = StopRequest { shutdown, requested: false, reader: stop, waits: tell_waits };

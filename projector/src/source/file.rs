@@ -12,14 +12,17 @@ use std::fs::File;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
 use apache_avro::Reader;
 use tokio::sync::mpsc;
 
-use super::{Position, Rejection, SourceFeed, SourceMessage, SourcedEvent, checkpoints_from_loop, event_from_value};
+use super::{
+    Backlog, Position, Rejection, SourceFeed, SourceMessage, SourcedEvent, checkpoints_from_loop, event_from_value,
+    record_count,
+};
 use crate::contract::{Contract, Topic};
 use crate::resolution::Resolver;
 
@@ -59,11 +62,13 @@ impl FileSource {
         let stop = Arc::new(AtomicBool::new(false));
         let source_id = self.source_id.clone();
         let reader_stop = Arc::clone(&stop);
+        let found = Arc::new(AtomicU64::new(0));
+        let reader_found = Arc::clone(&found);
         let reader = std::thread::Builder::new()
             .name("file-source".into())
-            .spawn(move || read_files(&self, &sender, &reader_stop, poll_interval))
+            .spawn(move || read_files(&self, &sender, &reader_stop, &reader_found, poll_interval))
             .context("failed to start the file reader")?;
-        Ok(SourceFeed { source_id, receiver, stop, reader })
+        Ok(SourceFeed { source_id, receiver, stop, reader, backlog: Backlog::Found(found) })
     }
 
     /// The `.avro` files of the directory, in name order.
@@ -198,6 +203,16 @@ impl FileProgress {
         length.is_none() || self.read_to_end.get(name) != length.as_ref()
     }
 
+    /// The records of `name` (now `records`, `None` when they cannot be
+    /// counted) not counted before: beyond what `counted` holds for it, else
+    /// beyond its checkpoint. Records `records` in `counted`.
+    pub fn newly_found(&self, counted: &mut HashMap<String, i64>, name: &str, records: Option<u64>) -> u64 {
+        let Some(records) = records.and_then(|records| i64::try_from(records).ok()) else { return 0 };
+        let before = counted.get(name).copied().unwrap_or_else(|| self.next_offset(name));
+        counted.insert(name.to_owned(), records.max(before));
+        u64::try_from(records - before).unwrap_or(0)
+    }
+
     /// Notes that `name`, `length` bytes long before it was read, was read to
     /// its end (or to a stretch that cannot be read); `next` is the next record.
     pub fn read_to_end(&mut self, name: String, length: Option<u64>, next: i64) {
@@ -209,14 +224,23 @@ impl FileProgress {
 }
 
 /// The reader thread: reads every file from where the store left it, says
-/// when it has caught up, and (when following) looks again after `poll_interval`.
-fn read_files(source: &FileSource, sender: &mpsc::Sender<SourceMessage>, stop: &AtomicBool, poll_interval: Duration) {
+/// when it has caught up, and (when following) looks again after
+/// `poll_interval`. Before each pass it counts the records of the files it
+/// will read into `found` (see [`Backlog::Found`]).
+fn read_files(
+    source: &FileSource,
+    sender: &mpsc::Sender<SourceMessage>,
+    stop: &AtomicBool,
+    found: &AtomicU64,
+    poll_interval: Duration,
+) {
     let stopped = || stop.load(Ordering::Relaxed);
     let Some(checkpoints) = checkpoints_from_loop(sender, &stopped) else { return };
     let mut progress = FileProgress::from_checkpoints(
         checkpoints.into_iter().map(|checkpoint| (checkpoint.stream, checkpoint.next_offset)),
     );
     let send = |message| !stopped() && sender.blocking_send(message).is_ok();
+    let mut counted = HashMap::new();
     loop {
         let files = match source.files() {
             Ok(files) => files,
@@ -225,6 +249,12 @@ fn read_files(source: &FileSource, sender: &mpsc::Sender<SourceMessage>, stop: &
                 return;
             }
         };
+        for name in &files {
+            if progress.may_have_more(name, source.file_length(name)) {
+                let records = record_count::records_in(&source.directory.join(name));
+                found.fetch_add(progress.newly_found(&mut counted, name, records), Ordering::Relaxed);
+            }
+        }
         for name in files {
             let length = source.file_length(&name);
             if !progress.may_have_more(&name, length) {
@@ -265,5 +295,17 @@ mod tests {
         assert!(progress.may_have_more("a.avro", Some(140)), "it grew");
         assert!(progress.may_have_more("a.avro", None), "its length cannot be read");
         assert!(progress.may_have_more("b.avro", Some(100)), "a new file");
+    }
+
+    #[test]
+    fn records_are_found_once_beyond_the_checkpoint() {
+        let progress = FileProgress::from_checkpoints([("a.avro".to_owned(), 7)]);
+        let mut counted = std::collections::HashMap::new();
+        assert_eq!(progress.newly_found(&mut counted, "a.avro", Some(10)), 3, "beyond the checkpoint");
+        assert_eq!(progress.newly_found(&mut counted, "a.avro", Some(10)), 0, "counted before");
+        assert_eq!(progress.newly_found(&mut counted, "a.avro", Some(15)), 5, "it grew");
+        assert_eq!(progress.newly_found(&mut counted, "a.avro", None), 0, "it cannot be counted");
+        assert_eq!(progress.newly_found(&mut counted, "b.avro", Some(4)), 4, "a new file");
+        assert_eq!(progress.newly_found(&mut counted, "c.avro", Some(0)), 0);
     }
 }

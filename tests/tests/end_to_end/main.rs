@@ -29,6 +29,7 @@ mod personal_data;
 mod production_shape;
 mod provenance_chain;
 mod rate_limit_flood;
+mod rebuild_progress;
 mod sandbox_fixtures;
 mod service;
 mod signed_evidence;

@@ -33,7 +33,8 @@ use crate::contract::{Contract, Topic};
 use crate::progress::PartitionBoard;
 use crate::runner::{BatchObserver, CommittedBatch};
 use crate::source::{
-    OriginalMessage, Partition, Position, RETRY_CEILING, SourceFeed, SourceMessage, SourcedEvent, checkpoints_from_loop,
+    Backlog, OriginalMessage, Partition, Position, RETRY_CEILING, SourceFeed, SourceMessage, SourcedEvent,
+    checkpoints_from_loop,
 };
 
 /// What the consumer needs besides the connection settings.
@@ -200,6 +201,7 @@ pub fn start_consumer(
     let topic_names: Vec<&str> = topics.iter().map(String::as_str).collect();
     consumer.subscribe(&topic_names).context("failed to subscribe to the topics")?;
     let thread_stop = Arc::clone(&stop);
+    let backlog = Backlog::Lag(Arc::clone(&shared.board));
     let reader = std::thread::Builder::new()
         .name("kafka-source".into())
         .spawn(move || {
@@ -210,7 +212,7 @@ pub fn start_consumer(
             tracing::info!("left the consumer group");
         })
         .context("failed to start the Kafka consumer thread")?;
-    Ok(SourceFeed { source_id, receiver, stop, reader })
+    Ok(SourceFeed { source_id, receiver, stop, reader, backlog })
 }
 
 /// The poll loop: until asked to stop, or until the loop is gone.
