@@ -11,6 +11,7 @@
 #   wrk             drives the load benchmark's smoke test
 #   nginx           the shipped balancer configuration in front of two replicas
 #   java, maven     (Debian: openjdk-17-jdk-headless, maven) run and fetch the engines
+#   script          (Debian: bsdutils) a pseudo-terminal for the rebuild's progress line
 #   engines         Apache Cassandra and Apache Kafka, fetched with Maven into a
 #                   per-machine cache (scripts/install-engines.sh)
 #   Python tools    tests/python-requirements.txt: the OpenAPI checkers, the
@@ -31,6 +32,7 @@ command -v wrk >/dev/null || missing_packages+=(wrk)
 [ -x /usr/sbin/nginx ] || command -v nginx >/dev/null || missing_packages+=(nginx)
 command -v java >/dev/null || missing_packages+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null || missing_packages+=(maven)
+command -v script >/dev/null || missing_packages+=(bsdutils)
 if ((${#missing_packages[@]})); then
     as_root=()
     [ "$(id -u)" -eq 0 ] || as_root=(sudo)
