@@ -4,15 +4,18 @@
 # figure is the same however busy the machine is. Each build serves the
 # same generated store twice for the same time, idle and under wrk; the
 # difference of the two totals over the requests served is the cost of a
-# lookup (cache on, the default). With two builds it also lists the
-# functions whose cost per lookup changed most (self cost, B minus A).
+# lookup (cache on, the default). The constant-body server of
+# query-api/examples/ is measured the same way, answering a body as large as
+# an average profile: the ceiling of a request on this stack, printed beside
+# each build. With two builds it also lists the functions whose cost per
+# lookup changed most (self cost, B minus A).
 #
 #   scripts/instructions-per-lookup.sh QUERY_API_A [QUERY_API_B] [WORKS=10000] [SECONDS=30]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if [[ $# -lt 1 ]]; then
-    sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 fi
 builds=("$(realpath "$1")")
@@ -24,8 +27,9 @@ work_directory="$(mktemp -d "${TMPDIR:-/tmp}/lookup-instructions.XXXXXX")"
 # shellcheck source=scripts/bench/helpers.sh
 source scripts/bench/helpers.sh
 
-cargo build --release --quiet -p projector
+cargo build --release --quiet -p projector -p query-api --example constant_body_server
 projector=target/release/projector
+ceiling=target/release/examples/constant_body_server
 "$projector" generate --works "$works" --seed 7 --events-per-segment 50000 --out "$work_directory/events" >/dev/null
 RUST_LOG=warn "$projector" run --source "file://$work_directory/events" --data-dir "$work_directory/data" \
     --admin-listen 127.0.0.1:0 --exit-when-caught-up >/dev/null
@@ -34,32 +38,51 @@ BENCH_API_KEY=$("${builds[0]}" keys --data-dir "$work_directory/data" issue --pa
     --scopes rights:read --rate-limit 1000000000 2>/dev/null)
 export BENCH_API_KEY
 
-# Runs build $1 under callgrind for $seconds, idle or under load ($2); the
-# profile goes to $work_directory/$3.$2.
+# Runs the server command given after NAME, MODE and PORT (it listens on
+# PORT) under callgrind for $seconds, idle or under load (MODE); the profile
+# goes to $work_directory/NAME.MODE and wrk's report to $work_directory/NAME.wrk.
 profile() {
-    local binary="$1" mode="$2" name="$3" port
-    port=$(free_port)
-    RUST_LOG=warn valgrind --tool=callgrind --callgrind-out-file="$work_directory/$name.$mode" \
-        "$binary" serve --data-dir "$work_directory/data" --listen "127.0.0.1:$port" \
-        --admin-listen "127.0.0.1:$(free_port)" --snapshot-interval-minutes 0 >/dev/null 2>&1 &
+    local name="$1" mode="$2" port="$3"
+    shift 3
+    RUST_LOG=warn valgrind --tool=callgrind --callgrind-out-file="$work_directory/$name.$mode" "$@" >/dev/null 2>&1 &
     local pid=$!
     pids+=("$pid")
-    wait_for "http://127.0.0.1:$port/api/v1/public/v1/openapi.json"
+    wait_for "http://127.0.0.1:$port/"
     if [[ "$mode" == load ]]; then
         wrk --threads 1 --connections 4 --duration "${seconds}s" --script scripts/bench/rights-lookups.lua \
             "http://127.0.0.1:$port" >"$work_directory/$name.wrk"
     else
         sleep "$seconds"
     fi
-    kill -INT "$pid"
+    # SIGTERM: a program started in the background of a script ignores
+    # SIGINT, and the ceiling installs no handler of its own; callgrind
+    # writes its profile when the program ends either way.
+    kill -TERM "$pid"
     wait "$pid" || true
 }
+
+# The ceiling's body is as large as an average profile the first build serves.
+port=$(free_port)
+RUST_LOG=warn "${builds[0]}" serve --data-dir "$work_directory/data" --listen "127.0.0.1:$port" \
+    --admin-listen "127.0.0.1:$(free_port)" --snapshot-interval-minutes 0 &
+pids+=($!)
+wait_for "http://127.0.0.1:$port/"
+profile_bytes=$(python3 scripts/bench/average_profile_bytes.py "$port" "$works")
+kill "${pids[-1]}"
 
 names=(A B)
 for index in "${!builds[@]}"; do
     echo "${names[$index]}: ${builds[$index]} (idle, then under load, ${seconds} s each)"
-    profile "${builds[$index]}" idle "${names[$index]}"
-    profile "${builds[$index]}" load "${names[$index]}"
+    for mode in idle load; do
+        port=$(free_port)
+        profile "${names[$index]}" "$mode" "$port" "${builds[$index]}" serve --data-dir "$work_directory/data" \
+            --listen "127.0.0.1:$port" --admin-listen "127.0.0.1:$(free_port)" --snapshot-interval-minutes 0
+    done
+done
+echo "ceiling: the constant-body server, $profile_bytes bytes (idle, then under load, ${seconds} s each)"
+for mode in idle load; do
+    port=$(free_port)
+    profile ceiling "$mode" "$port" "$ceiling" "127.0.0.1:$port" "$profile_bytes"
 done
 
 python3 - "$work_directory" "${names[@]:0:${#builds[@]}}" <<'PY'
@@ -89,11 +112,16 @@ def self_cost_per_request(name, served):
             costs[function] = costs.get(function, 0) + int(match.group(1).replace(",", "")) / served
     return costs
 
+def per_request(name):
+    served = requests(name)
+    return (total(f"{directory}/{name}.load") - total(f"{directory}/{name}.idle")) / served, served
+
+ceiling, ceiling_served = per_request("ceiling")
+print(f"ceiling: {ceiling:>9,.0f} instructions per request ({ceiling_served:,} requests of the constant body)")
 costs = {}
 for name in names:
-    served = requests(name)
-    per_lookup = (total(f"{directory}/{name}.load") - total(f"{directory}/{name}.idle")) / served
-    print(f"{name}: {per_lookup:>9,.0f} instructions per lookup ({served:,} lookups)")
+    per_lookup, served = per_request(name)
+    print(f"{name}: {per_lookup:>9,.0f} instructions per lookup ({served:,} lookups), {per_lookup / ceiling:.2f} times the ceiling's")
     costs[name] = self_cost_per_request(name, served)
 if len(names) == 2:
     a, b = costs["A"], costs["B"]
