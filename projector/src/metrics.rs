@@ -248,12 +248,10 @@ mod tests {
 
     #[test]
     fn the_progress_is_read_when_scraped_and_what_is_unknown_is_absent() {
-        use std::sync::atomic::AtomicU64;
+        use crate::source::file::RecordsFound;
 
-        use crate::source::Backlog;
-
-        let found = Arc::new(AtomicU64::new(0));
-        let progress = Arc::new(RunProgress::new(Backlog::Found(Arc::clone(&found))));
+        let found = Arc::new(RecordsFound::default());
+        let progress = Arc::new(RunProgress::new(Arc::clone(&found) as Arc<dyn crate::source::Backlog>));
         let metrics = ProjectorMetrics::new(ModelVersion(2), true)
             .expect("metrics")
             .with_progress(Arc::clone(&progress))
@@ -263,7 +261,7 @@ mod tests {
         assert!(text.contains("\nlcc_projector_events_per_second 0\n"), "{text}");
         assert!(!text.contains("\nlcc_projector_estimated_seconds_left "), "no rate, no estimate: {text}");
 
-        found.store(5_000, Ordering::Relaxed);
+        found.add(5_000);
         let committed = CommittedBatch {
             checkpoints: &[],
             last_recorded_at: &[],

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use read_model::Checkpoint;
 use read_model::calendar::Timestamp;
 
-use crate::source::Partition;
+use crate::source::{Backlog, Partition};
 
 /// The progress of every partition this instance has held.
 #[derive(Debug)]
@@ -147,6 +147,12 @@ impl PartitionBoard {
         reports
     }
 
+    /// Messages on the broker not yet applied, over the assigned partitions;
+    /// `None` while a partition's high watermark is unknown.
+    pub fn lag(&self) -> Option<u64> {
+        self.report().iter().map(|report| report.lag_messages.map(|lag| u64::try_from(lag).unwrap_or(0))).sum()
+    }
+
     /// Whether partitions are assigned and every one has applied all the
     /// broker holds (as last seen). An instance holding no partition is not
     /// caught up: it may be waiting for a rebalance to give it some.
@@ -168,6 +174,14 @@ impl PartitionBoard {
                     progress.high_watermark.is_some_and(|high| next >= high)
                 })
         })
+    }
+}
+
+/// A batch whose rendering is deferred holds its checkpoints back, so the
+/// lag falls when the deferred documents are written, not before.
+impl Backlog for PartitionBoard {
+    fn left(&self, _committed: u64) -> Option<u64> {
+        self.lag()
     }
 }
 

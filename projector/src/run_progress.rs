@@ -8,7 +8,7 @@
 //! must not read events or decide anything about the run.
 
 use std::collections::VecDeque;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::runner::{BatchObserver, CommittedBatch};
@@ -26,7 +26,7 @@ pub const TERMINAL_INTERVAL: Duration = Duration::from_secs(1);
 /// A run's progress, told about every committed batch.
 #[derive(Debug)]
 pub struct RunProgress {
-    backlog: Backlog,
+    backlog: Arc<dyn Backlog>,
     counts: Mutex<Counts>,
 }
 
@@ -56,11 +56,11 @@ pub struct ProgressReport {
 }
 
 impl RunProgress {
-    pub fn new(backlog: Backlog) -> RunProgress {
+    pub fn new(backlog: Arc<dyn Backlog>) -> RunProgress {
         RunProgress::started_at(backlog, Instant::now())
     }
 
-    fn started_at(backlog: Backlog, started: Instant) -> RunProgress {
+    fn started_at(backlog: Arc<dyn Backlog>, started: Instant) -> RunProgress {
         let counts = Counts { started, committed: 0, documents_awaiting_render: 0, samples: VecDeque::new() };
         RunProgress { backlog, counts: Mutex::new(counts) }
     }
@@ -157,14 +157,13 @@ fn duration(seconds: f64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicU64, Ordering};
-
     use super::*;
+    use crate::source::file::RecordsFound;
 
-    fn files_progress(found: u64, started: Instant) -> (RunProgress, Arc<AtomicU64>) {
-        let found = Arc::new(AtomicU64::new(found));
-        (RunProgress::started_at(Backlog::Found(Arc::clone(&found)), started), found)
+    fn files_progress(found: u64, started: Instant) -> (RunProgress, Arc<RecordsFound>) {
+        let records = Arc::new(RecordsFound::default());
+        records.add(found);
+        (RunProgress::started_at(Arc::clone(&records) as Arc<dyn Backlog>, started), records)
     }
 
     #[test]
@@ -191,7 +190,7 @@ mod tests {
         assert_eq!((report.events_left, report.seconds_left), (Some(650_000), Some(130.0)));
         assert_eq!(report.documents_awaiting_render, 7);
 
-        found.fetch_add(50_000, Ordering::Relaxed);
+        found.add(50_000);
         assert_eq!(progress.report_at(at(60)).events_left, Some(700_000), "the source found more");
     }
 

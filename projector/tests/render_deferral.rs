@@ -15,7 +15,8 @@ use projector::generate::drafts::{Draft, Payload};
 use projector::projection::batch::{Rendering, project_batch};
 use projector::render_deferral::RenderDeferral;
 use projector::runner::{BatchObserver, CommittedBatch, NoObserver, RunOptions, run};
-use projector::source::{Backlog, SourceFeed, SourceMessage};
+use projector::source::file::RecordsFound;
+use projector::source::{SourceFeed, SourceMessage};
 use read_model::calendar::Timestamp;
 use read_model::documents::{BulkRow, RightType, RightsProfile};
 use read_model::{
@@ -217,7 +218,7 @@ fn scripted_feed(source_id: String, messages: Vec<SourceMessage>) -> SourceFeed 
             std::thread::sleep(Duration::from_millis(5));
         }
     });
-    SourceFeed { source_id, receiver, stop, reader, backlog: Backlog::Found(Arc::default()) }
+    SourceFeed { source_id, receiver, stop, reader, backlog: Arc::new(RecordsFound::default()) }
 }
 
 /// A source that stays behind forever (it never reports having caught up)
@@ -332,7 +333,7 @@ async fn a_linger_cut_keeps_documents_waiting_until_the_source_says_it_has_caugh
             std::thread::sleep(Duration::from_millis(5));
         }
     });
-    let feed = SourceFeed { source_id, receiver, stop, reader, backlog: Backlog::Found(Arc::default()) };
+    let feed = SourceFeed { source_id, receiver, stop, reader, backlog: Arc::new(RecordsFound::default()) };
     let letters = DeadLetterFile::open(&projection.directory.path().join("letters.jsonl")).expect("dead letters");
     let options = RunOptions {
         // The first three events fill a batch: the source is behind.

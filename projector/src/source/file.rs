@@ -62,13 +62,13 @@ impl FileSource {
         let stop = Arc::new(AtomicBool::new(false));
         let source_id = self.source_id.clone();
         let reader_stop = Arc::clone(&stop);
-        let found = Arc::new(AtomicU64::new(0));
+        let found = Arc::new(RecordsFound::default());
         let reader_found = Arc::clone(&found);
         let reader = std::thread::Builder::new()
             .name("file-source".into())
             .spawn(move || read_files(&self, &sender, &reader_stop, &reader_found, poll_interval))
             .context("failed to start the file reader")?;
-        Ok(SourceFeed { source_id, receiver, stop, reader, backlog: Backlog::Found(found) })
+        Ok(SourceFeed { source_id, receiver, stop, reader, backlog: found })
     }
 
     /// The `.avro` files of the directory, in name order.
@@ -173,6 +173,26 @@ fn unreadable(error: &str, name: &str, start: i64, emit: &mut dyn FnMut(SourcedE
     start.max(1)
 }
 
+/// The records the reader has found in the files beyond the checkpoints the
+/// run started from, counted from each file's block headers before the file
+/// is read (see [`record_count`]): the events the run has committed since
+/// are the ones of these no longer waiting.
+#[derive(Debug, Default)]
+pub struct RecordsFound(AtomicU64);
+
+impl RecordsFound {
+    /// Records `records` more found.
+    pub fn add(&self, records: u64) {
+        self.0.fetch_add(records, Ordering::Relaxed);
+    }
+}
+
+impl Backlog for RecordsFound {
+    fn left(&self, committed: u64) -> Option<u64> {
+        Some(self.0.load(Ordering::Relaxed).saturating_sub(committed))
+    }
+}
+
 /// How far the reader has read each file: the next record to read, and, for
 /// a file read to its end, the length it had then.
 ///
@@ -226,12 +246,12 @@ impl FileProgress {
 /// The reader thread: reads every file from where the store left it, says
 /// when it has caught up, and (when following) looks again after
 /// `poll_interval`. Before each pass it counts the records of the files it
-/// will read into `found` (see [`Backlog::Found`]).
+/// will read into `found`.
 fn read_files(
     source: &FileSource,
     sender: &mpsc::Sender<SourceMessage>,
     stop: &AtomicBool,
-    found: &AtomicU64,
+    found: &RecordsFound,
     poll_interval: Duration,
 ) {
     let stopped = || stop.load(Ordering::Relaxed);
@@ -252,7 +272,7 @@ fn read_files(
         for name in &files {
             if progress.may_have_more(name, source.file_length(name)) {
                 let records = record_count::records_in(&source.directory.join(name));
-                found.fetch_add(progress.newly_found(&mut counted, name, records), Ordering::Relaxed);
+                found.add(progress.newly_found(&mut counted, name, records));
             }
         }
         for name in files {

@@ -12,7 +12,7 @@ pub mod kafka;
 pub mod record_count;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use apache_avro::types::Value;
@@ -24,7 +24,6 @@ use crate::contract::{Contract, Topic};
 use crate::events::Event;
 use crate::events::decode::decode_event;
 use crate::events::validate::validate;
-use crate::progress::PartitionBoard;
 use crate::resolution::Resolver;
 
 /// One partition of one stream: a topic's partition, or a file (partition 0).
@@ -72,34 +71,18 @@ pub struct SourceFeed {
     pub stop: Arc<AtomicBool>,
     pub reader: std::thread::JoinHandle<()>,
     /// What the source can tell of the events it holds that the run has not committed.
-    pub backlog: Backlog,
+    pub backlog: Arc<dyn Backlog>,
 }
 
 /// What a source can tell of the events it holds beyond what a run commits.
-#[derive(Debug, Clone)]
-pub enum Backlog {
-    /// The records the file source has found beyond the checkpoints the run
-    /// started from, counted from each file's block headers before the file
-    /// is read (see [`record_count`]); the events the run has committed since
-    /// are the ones of these no longer waiting.
-    Found(Arc<AtomicU64>),
-    /// The lag of the partitions assigned to the Kafka consumer. A batch
-    /// whose rendering is deferred holds its checkpoints back, so the lag
-    /// falls when the deferred documents are written, not before.
-    Lag(Arc<PartitionBoard>),
-}
-
-impl Backlog {
+///
+/// The file source counts the records its files hold beyond the checkpoints
+/// the run started from ([`file::RecordsFound`]); the Kafka consumer reports
+/// its partitions' lag ([`crate::progress::PartitionBoard`]).
+pub trait Backlog: Send + Sync + std::fmt::Debug {
     /// Events not committed yet, given the events `committed` since the run
-    /// started; `None` while a partition's high watermark is unknown.
-    pub fn left(&self, committed: u64) -> Option<u64> {
-        match self {
-            Backlog::Found(found) => Some(found.load(Ordering::Relaxed).saturating_sub(committed)),
-            Backlog::Lag(board) => {
-                board.report().iter().map(|report| report.lag_messages.map(|lag| u64::try_from(lag).unwrap_or(0))).sum()
-            }
-        }
-    }
+    /// started; `None` while that is unknown.
+    fn left(&self, committed: u64) -> Option<u64>;
 }
 
 /// A source thread's retries wait at most this long between attempts.

@@ -201,7 +201,7 @@ pub fn start_consumer(
     let topic_names: Vec<&str> = topics.iter().map(String::as_str).collect();
     consumer.subscribe(&topic_names).context("failed to subscribe to the topics")?;
     let thread_stop = Arc::clone(&stop);
-    let backlog = Backlog::Lag(Arc::clone(&shared.board));
+    let backlog: Arc<dyn Backlog> = Arc::clone(&shared.board) as Arc<dyn Backlog>;
     let reader = std::thread::Builder::new()
         .name("kafka-source".into())
         .spawn(move || {
