@@ -106,6 +106,17 @@ pub(super) fn apply_batch(writer: &mut Writer, batch: &WriteBatch, now_ms: i64) 
     Ok(BatchWritten { mark: Some(mark), stale: Vec::new() })
 }
 
+/// `rows` in the order of their table's key (`key`), rows of one key in
+/// the batch's order (the sort is stable, so the last write of a key still
+/// wins). A batch's rows fall all over b-trees larger than the writer's
+/// page cache; in key order each page is fetched once per batch and
+/// written while it is still in the cache.
+fn in_key_order<'a, T, K: Ord>(rows: &'a [T], key: impl Fn(&'a T) -> K) -> Vec<&'a T> {
+    let mut ordered: Vec<&T> = rows.iter().collect();
+    ordered.sort_by_cached_key(|row| key(row));
+    ordered
+}
+
 /// Fails with a write conflict when another projector has changed the
 /// batch's inputs since they were read. The transaction holds the write
 /// lock, so nobody can change them between this check and the commit.
@@ -134,12 +145,16 @@ fn write_documents(connection: &Connection, batch: &WriteBatch) -> Result<(), St
              ON CONFLICT (lcc_id, recorded_at, topic, aggregate_version) DO UPDATE SET body = excluded.body",
         )
         .map_err(from_sqlite)?;
-    for row in &batch.provenance {
+    for row in in_key_order(&batch.provenance, |row| (&row.lcc_id, row.recorded_at, &row.topic, row.aggregate_version))
+    {
         provenance
             .execute(params![row.lcc_id, row.recorded_at, row.topic, row.aggregate_version as i64, row.body])
             .map_err(from_sqlite)?;
     }
-    for write in &batch.identifiers {
+    let identifiers = in_key_order(&batch.identifiers, |write| {
+        (write.kind.code(), &write.code, Audience::of(&write.lcc_id).code(), &write.lcc_id)
+    });
+    for write in identifiers {
         let sql = if write.present {
             "INSERT OR IGNORE INTO identifier_index (kind, code, audience, lcc_id) VALUES (?1, ?2, ?3, ?4)"
         } else {
@@ -213,6 +228,7 @@ fn write_bulk_rows<'a>(connection: &Connection, batch: &'a WriteBatch) -> Result
     let mut update = prepare("UPDATE bulk_rows SET body = ?4 WHERE audience = ?1 AND bucket = ?2 AND lcc_id = ?3")?;
     let mut insert = prepare("INSERT INTO bulk_rows (audience, bucket, lcc_id, body) VALUES (?1, ?2, ?3, ?4)")?;
     let mut delete = prepare("DELETE FROM bulk_rows WHERE audience = ?1 AND bucket = ?2 AND lcc_id = ?3")?;
+    // In the batch's order, not the key's: the feed records the changes in that order.
     for KeyedWrite { key: lcc_id, body, .. } in &batch.bulk_rows {
         let audience = Audience::of(lcc_id).code();
         let bucket = bulk_bucket(lcc_id);
@@ -270,7 +286,8 @@ fn write_state(connection: &Connection, batch: &WriteBatch) -> Result<(), StoreE
     for (key, stored) in &batch.aggregates {
         aggregates.execute(params![key.topic, key.id, stored.version as i64, stored.state]).map_err(from_sqlite)?;
     }
-    for PartyReferenceWrite { party_id, referrer, present, .. } in &batch.party_references {
+    let references = in_key_order(&batch.party_references, |write| (&write.party_id, write.referrer.columns()));
+    for PartyReferenceWrite { party_id, referrer, present, .. } in references {
         let (kind, id) = referrer.columns();
         let sql = if *present {
             "INSERT OR IGNORE INTO party_references (party_id, referrer_kind, referrer_id) VALUES (?1, ?2, ?3)"
@@ -385,5 +402,30 @@ mod tests {
             vec![write(DocumentKind::Verification, "LCC-1", None), write(DocumentKind::Evidence, "LCC-9", None)],
         );
         assert_eq!(work_rows(&connection), 0, "no empty rows, not even for a work that never had documents");
+    }
+
+    #[test]
+    fn rows_are_written_in_key_order_and_the_last_write_of_a_key_wins() {
+        let rows = [("b", 1), ("a", 1), ("b", 2), ("a", 2), ("c", 1), ("a", 3)];
+        let ordered: Vec<_> = in_key_order(&rows, |row| row.0).into_iter().copied().collect();
+        assert_eq!(ordered, [("a", 1), ("a", 2), ("a", 3), ("b", 1), ("b", 2), ("c", 1)], "stable within a key");
+
+        let connection = model();
+        let reference = |party: &str, present| PartyReferenceWrite {
+            party_id: party.into(),
+            referrer: crate::PartyReferrer::Work("LCC-1".into()),
+            present,
+            version: WriteVersion(1),
+        };
+        let batch = WriteBatch {
+            party_references: vec![reference("PTY-2", true), reference("PTY-1", true), reference("PTY-2", false)],
+            ..WriteBatch::default()
+        };
+        write_state(&connection, &batch).expect("write");
+        let parties: Vec<String> = connection
+            .prepare("SELECT party_id FROM party_references")
+            .and_then(|mut statement| statement.query_map([], |row| row.get(0))?.collect())
+            .expect("references");
+        assert_eq!(parties, ["PTY-1"], "PTY-2 was added, then removed, in that order");
     }
 }
