@@ -132,8 +132,8 @@ impl ProgressReport {
     }
 }
 
-/// `1234567` as "1,234,567".
-fn grouped(number: u64) -> String {
+/// `1234567` as "1,234,567", as the progress line writes counts.
+pub fn grouped(number: u64) -> String {
     let digits = number.to_string();
     let mut grouped = String::new();
     for (index, digit) in digits.chars().enumerate() {

@@ -179,6 +179,14 @@ pub fn metric(admin: &str, series: &str) -> u64 {
     line.rsplit(' ').next().and_then(|value| value.parse().ok()).unwrap_or(0)
 }
 
+/// Events committed by the projector whose admin listener is `admin`, whatever their outcome.
+pub fn committed_events(admin: &str) -> u64 {
+    ["applied", "skipped_duplicate", "parked"]
+        .iter()
+        .map(|outcome| metric(admin, &format!("lcc_projector_events_total{{outcome=\"{outcome}\"}}")))
+        .sum()
+}
+
 /// Follows the change feed until a page says it is caught up: over the CQL
 /// store, a change is listed (in the feed and by OAI-PMH) only once it has
 /// settled, some seconds after its commit.

@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 
 use end_to_end_tests::cql::{Cluster, fresh_keyspace};
 use end_to_end_tests::{
-    BASE_PATH, KillOnDrop, assert_same_documents, avro_files_in, binary, copy_files, http, metric, projector_command,
-    spawn_listening,
+    BASE_PATH, KillOnDrop, assert_same_documents, avro_files_in, binary, committed_events, copy_files, http, metric,
+    projector_command, spawn_listening,
 };
 use projector::generate::{GenerateOptions, generate};
 
@@ -35,14 +35,6 @@ const REQUEST_TIMEOUT_MS: u64 = 15_000;
 /// How long a lookup may take at most: the request timeout, and room for the
 /// API to answer after it.
 const LONGEST_ANSWER: Duration = Duration::from_millis(REQUEST_TIMEOUT_MS + 5_000);
-
-/// Events committed by the projector whose admin listener is `admin`, whatever their outcome.
-fn committed_events(admin: &str) -> u64 {
-    ["applied", "skipped_duplicate", "parked"]
-        .iter()
-        .map(|outcome| metric(admin, &format!("lcc_projector_events_total{{outcome=\"{outcome}\"}}")))
-        .sum()
-}
 
 /// Records in the Avro container files `files`.
 fn records_in(files: &[PathBuf]) -> u64 {

@@ -93,16 +93,7 @@ fn an_absent_broker_gives_readiness_false_and_projection_resumes_when_it_comes()
     broker.restart();
     create_topics(&broker, "", 3, &["dead-letters"]);
     produce_single_object(&broker, &events, &published); // Six topics of three partitions.
-    // Lag is known from fetch statistics, which may predate what was just
-    // produced (a CI run compared while they still showed empty topics);
-    // every event is applied exactly once, so the applied count is exact.
-    let started = Instant::now();
-    while events_committed(&admin, "applied") < clean_run.applied {
-        assert!(started.elapsed() < Duration::from_secs(120), "the projector did not apply the whole stream");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    wait_until_caught_up(&admin, 18);
-    assert_eq!(events_committed(&admin, "applied"), clean_run.applied, "no event is applied twice");
+    wait_until_every_event_is_applied_once(&admin, clean_run.applied);
     assert_same_documents(&dump_documents(&clean), &dump_documents(&data));
 
     // The broker goes away while the projector runs: readiness turns false, the process stays up.
@@ -181,15 +172,7 @@ fn fault_mid_stream(directory: &Path, nodes: usize, fault: impl FnOnce(&mut Brok
     let applied_before_the_fault = events_committed(&admin, "applied");
     let what_was_done = fault(&mut broker);
     produce_single_object(&broker, &second_half, &published);
-    // Lag is known from fetch statistics, which may still predate the second
-    // half; every event is applied exactly once, so the applied count is exact.
-    let started = Instant::now();
-    while events_committed(&admin, "applied") < clean_run.applied {
-        assert!(started.elapsed() < Duration::from_secs(120), "the projector did not apply the whole stream");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    wait_until_caught_up(&admin, 18);
-    assert_eq!(events_committed(&admin, "applied"), clean_run.applied, "no event is applied twice");
+    wait_until_every_event_is_applied_once(&admin, clean_run.applied);
     assert_same_documents(&dump_documents(&clean), &dump_documents(&data));
     assert!(
         events_committed(&admin, "parked") > parked_before_the_fault,
@@ -224,6 +207,21 @@ fn split_segments(events: &Path, halves: &Path) -> (PathBuf, PathBuf) {
         std::fs::copy(file, half.join(file.file_name().expect("file name"))).expect("copy");
     }
     (first, second)
+}
+
+/// Waits until the projector at `admin` has applied `applied` events and
+/// caught up with its 18 partitions, and checks it applied none twice. Lag
+/// is known from fetch statistics, which may predate what was just produced
+/// (a CI run compared while they still showed empty topics); every event is
+/// applied exactly once, so the applied count is exact.
+fn wait_until_every_event_is_applied_once(admin: &str, applied: u64) {
+    let started = Instant::now();
+    while events_committed(admin, "applied") < applied {
+        assert!(started.elapsed() < Duration::from_secs(120), "the projector did not apply the whole stream");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    wait_until_caught_up(admin, 18);
+    assert_eq!(events_committed(admin, "applied"), applied, "no event is applied twice");
 }
 
 /// Events the projector at `admin` has committed with `outcome`.

@@ -6,8 +6,9 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use end_to_end_tests::{KillOnDrop, avro_files_in, binary, http, metric, spawn_listening};
+use end_to_end_tests::{KillOnDrop, avro_files_in, binary, committed_events, http, metric, spawn_listening};
 use projector::generate::{GenerateOptions, generate};
+use projector::run_progress::grouped;
 use projector::source::record_count::records_in;
 
 /// The value of the unlabelled series `name` on the admin listener `admin`, if it is exported.
@@ -71,13 +72,7 @@ fn a_rebuild_shows_its_progress_on_a_terminal_in_its_log_and_in_its_metrics() {
     let child = KillOnDrop(child);
     let admin = &listening["admin"];
     let started = Instant::now();
-    let committed = || {
-        ["applied", "skipped_duplicate", "parked"]
-            .iter()
-            .map(|outcome| metric(admin, &format!("lcc_projector_events_total{{outcome=\"{outcome}\"}}")))
-            .sum::<u64>()
-    };
-    while committed() < counted || metric(admin, "lcc_projector_documents_awaiting_render") > 0 {
+    while committed_events(admin) < counted || metric(admin, "lcc_projector_documents_awaiting_render") > 0 {
         assert!(started.elapsed() < Duration::from_secs(120), "the rebuild did not catch up");
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -94,16 +89,4 @@ fn a_rebuild_shows_its_progress_on_a_terminal_in_its_log_and_in_its_metrics() {
     let logged = std::fs::read_to_string(&log).expect("the log");
     let ended = logged.lines().find(|line| line.contains("rebuild ended: ")).expect("the last progress line");
     assert!(ended.contains(&total) && ended.contains("none left to read"), "{ended}");
-}
-
-/// `1234567` as "1,234,567", as the progress line writes it.
-fn grouped(number: u64) -> String {
-    let digits = number.to_string();
-    digits
-        .char_indices()
-        .flat_map(|(index, digit)| {
-            let comma = index > 0 && (digits.len() - index).is_multiple_of(3);
-            comma.then_some(',').into_iter().chain([digit])
-        })
-        .collect()
 }
