@@ -212,8 +212,8 @@ fn split_segments(events: &Path, halves: &Path) -> (PathBuf, PathBuf) {
 /// Waits until the projector at `admin` has applied `applied` events and
 /// caught up with its 18 partitions, and checks it applied none twice. Lag
 /// is known from fetch statistics, which may predate what was just produced
-/// (a CI run compared while they still showed empty topics); every event is
-/// applied exactly once, so the applied count is exact.
+/// and still show empty topics; every event is applied exactly once, so the
+/// applied count is exact.
 fn wait_until_every_event_is_applied_once(admin: &str, applied: u64) {
     let started = Instant::now();
     while events_committed(admin, "applied") < applied {
