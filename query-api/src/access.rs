@@ -2,17 +2,47 @@
 //! then scope, then audience, all before any store read; and the quota of
 //! endpoints that take no key, per client address.
 
+use std::convert::Infallible;
 use std::num::NonZeroU32;
 
-use axum::http::HeaderMap;
+use axum::extract::FromRequestParts;
+use axum::http::HeaderValue;
+use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
 use read_model::identifiers::{Audience, SANDBOX_PREFIX};
 
 use crate::app::App;
 use crate::errors::ApiError;
+use crate::keys::memo::ConnectionKeyMemo;
 use crate::keys::sandbox::{SandboxKeyError, SandboxKeys};
 use crate::keys::{KeyKind, Principal, Scope};
 use crate::rate_limit::RateDecision;
+
+/// What a keyed request presents: its `x-api-key`, and the key memo of the
+/// connection it came on.
+#[derive(Debug)]
+pub struct Credentials {
+    key: Option<HeaderValue>,
+    memo: Option<ConnectionKeyMemo>,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Credentials {
+    type Rejection = Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Credentials, Infallible> {
+        Ok(Credentials {
+            key: parts.headers.get("x-api-key").cloned(),
+            memo: parts.extensions.get::<ConnectionKeyMemo>().cloned(),
+        })
+    }
+}
+
+impl Credentials {
+    /// Whether the request has an `x-api-key` header at all.
+    pub fn present_a_key(&self) -> bool {
+        self.key.is_some()
+    }
+}
 
 /// A request that passed the access checks, and its quota state.
 #[derive(Debug)]
@@ -55,12 +85,12 @@ impl App {
     #[allow(clippy::result_large_err)]
     async fn authorize(
         &self,
-        headers: &HeaderMap,
+        credentials: &Credentials,
         scope: Scope,
         record: Option<&str>,
         cost: NonZeroU32,
     ) -> Result<Granted, Response> {
-        let principal = self.authenticate(headers).await.map_err(IntoResponse::into_response)?;
+        let principal = self.authenticate(credentials).await.map_err(IntoResponse::into_response)?;
         let rate = self.rate_limits.check_cost(&principal.key_id, principal.rate_limit, cost);
         let refuse = |error: ApiError| with_rate_headers(error.into_response(), &rate);
         if let Some(retry_after) = rate.retry_after {
@@ -83,32 +113,33 @@ impl App {
     /// error or not; a refused caller gets the refusal and `answer` never runs.
     pub async fn answer_authorized(
         &self,
-        headers: &HeaderMap,
+        credentials: &Credentials,
         scope: Scope,
         record: Option<&str>,
         answer: impl AsyncFnOnce(&Granted) -> Result<Response, ApiError>,
     ) -> Response {
-        self.answer_authorized_costing(headers, scope, record, NonZeroU32::MIN, answer).await
+        self.answer_authorized_costing(credentials, scope, record, NonZeroU32::MIN, answer).await
     }
 
     /// [`App::answer_authorized`] for a request that counts as `cost` requests.
     pub async fn answer_authorized_costing(
         &self,
-        headers: &HeaderMap,
+        credentials: &Credentials,
         scope: Scope,
         record: Option<&str>,
         cost: NonZeroU32,
         answer: impl AsyncFnOnce(&Granted) -> Result<Response, ApiError>,
     ) -> Response {
-        match self.authorize(headers, scope, record, cost).await {
+        match self.authorize(credentials, scope, record, cost).await {
             Ok(granted) => granted.respond(answer(&granted).await),
             Err(refused) => refused,
         }
     }
 
-    async fn authenticate(&self, headers: &HeaderMap) -> Result<Principal, ApiError> {
-        let key = headers
-            .get("x-api-key")
+    async fn authenticate(&self, credentials: &Credentials) -> Result<Principal, ApiError> {
+        let key = credentials
+            .key
+            .as_ref()
             .ok_or(ApiError::MissingApiKey)?
             .to_str()
             .map_err(|_| ApiError::InvalidApiKey)?
@@ -122,7 +153,8 @@ impl App {
                 SandboxKeyError::Malformed | SandboxKeyError::BadSignature => ApiError::InvalidApiKey,
             });
         }
-        match self.production_keys.authenticate(key).await {
+        let memo = credentials.memo.as_ref().map(|memo| &*memo.0);
+        match self.production_keys.authenticate(key, memo).await {
             Ok(Some(principal)) => Ok(principal),
             Ok(None) => Err(ApiError::InvalidApiKey),
             Err(error) => {

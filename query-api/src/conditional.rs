@@ -12,9 +12,9 @@
 //!
 //! An answer stamped with the instant it was issued (an evidence package's
 //! signed `generatedAt`) differs in its bytes at every issue, so a strong
-//! tag would never match: its handler gives the layer what the answer
-//! states without the instant ([`StatedContent`]), and the layer tags that
-//! with a weak tag (RFC 9110, section 8.8.1), which `If-None-Match` matches.
+//! tag would never match: its handler gives the edge what the answer
+//! states without the instant ([`StatedContent`]), and that gets a weak
+//! tag (RFC 9110, section 8.8.1), which `If-None-Match` matches.
 //!
 //! Where a handler gives `Last-Modified` (a date after which the answer has
 //! not changed), `If-Modified-Since` answers 304 too, unless the request
@@ -27,15 +27,14 @@
 //! answered 304 when the same coding is negotiated again.
 //!
 //! Answers streamed from disk (snapshot files) carry their own tag and
-//! handle their conditions themselves; this layer leaves any answer that
-//! already has a tag alone, and sends those files as they are.
+//! handle their conditions themselves; an answer that already has a tag
+//! is left alone, and those files are sent as they are.
 
 use std::hash::{BuildHasher, Hasher};
 
 use axum::body::{Body, Bytes};
 use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use foldhash::quality::FixedState;
 use http_body_util::BodyExt;
@@ -59,68 +58,91 @@ const KEYLESS_CACHE_CONTROL: &str = "public, no-cache";
 #[derive(Debug, Clone)]
 pub struct StatedContent(pub Bytes);
 
-/// Adds the tag to a `GET` answer, compresses any answer as the request
-/// accepts, and answers 304 when the client holds the tag.
-pub async fn conditional(request: Request, next: Next) -> Response {
-    let encoding = request
-        .headers()
-        .get(header::ACCEPT_ENCODING)
-        .and_then(|value| value.to_str().ok())
-        .and_then(compression::negotiate);
-    if request.method() != Method::GET {
-        return compressed_untagged(next.run(request).await, encoding).await;
+/// What a request asks of its answer's representation, taken before the
+/// request is handed on: the coding it accepts and, for a `GET`, its
+/// conditions and the kind of key it carries.
+#[derive(Debug)]
+pub struct Conditions {
+    encoding: Option<Encoding>,
+    /// `None` for any method but `GET`: such answers get no tag.
+    get: Option<GetConditions>,
+}
+
+#[derive(Debug)]
+struct GetConditions {
+    if_none_match: Option<HeaderValue>,
+    if_modified_since: Option<HeaderValue>,
+    key_kind: KeyKind,
+}
+
+impl Conditions {
+    pub fn of(request: &Request) -> Conditions {
+        let headers = request.headers();
+        let encoding =
+            headers.get(header::ACCEPT_ENCODING).and_then(|value| value.to_str().ok()).and_then(compression::negotiate);
+        let get = (request.method() == Method::GET).then(|| GetConditions {
+            if_none_match: headers.get(header::IF_NONE_MATCH).cloned(),
+            if_modified_since: headers.get(header::IF_MODIFIED_SINCE).cloned(),
+            key_kind: key_kind(headers),
+        });
+        Conditions { encoding, get }
     }
-    let if_none_match = request.headers().get(header::IF_NONE_MATCH).cloned();
-    let if_modified_since = request.headers().get(header::IF_MODIFIED_SINCE).cloned();
-    let key_kind = key_kind(request.headers());
-    let response = next.run(request).await;
-    // Streamed files carry their own tag and are already compressed files.
-    if response.headers().contains_key(header::ETAG) {
-        return response;
+
+    /// Adds the tag to a `GET` answer, compresses any answer as the request
+    /// accepted, and answers 304 when the client holds the tag.
+    pub async fn apply(self, response: Response) -> Response {
+        let Conditions { encoding, get } = self;
+        let Some(GetConditions { if_none_match, if_modified_since, key_kind }) = get else {
+            return compressed_untagged(response, encoding).await;
+        };
+        // Streamed files carry their own tag and are already compressed files.
+        if response.headers().contains_key(header::ETAG) {
+            return response;
+        }
+        if response.status() != StatusCode::OK {
+            return compressed_untagged(response, encoding).await;
+        }
+        let (mut parts, body) = response.into_parts();
+        let Ok(collected) = body.collect().await else {
+            return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+        };
+        let bytes = collected.to_bytes();
+        let content_type = parts.headers.get(header::CONTENT_TYPE).map(HeaderValue::as_bytes).unwrap_or_default();
+        let mut tag = match parts.extensions.remove::<StatedContent>() {
+            Some(StatedContent(stated)) => format!("W/{}", entity_tag(key_kind, content_type, &stated)),
+            None => entity_tag(key_kind, content_type, &bytes),
+        };
+        let mut body = bytes;
+        if let Some(encoding) = encoding.filter(|_| worth_compressing(&parts.headers, &body))
+            && let Some(compressed) = compress(encoding, body.clone()).await
+        {
+            tag = with_coding(&tag, encoding);
+            parts.headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static(encoding.token()));
+            parts.headers.remove(header::CONTENT_LENGTH);
+            body = compressed;
+        }
+        let cache_control = if key_kind == KeyKind::None { KEYLESS_CACHE_CONTROL } else { KEYED_CACHE_CONTROL };
+        if !parts.headers.contains_key(header::CACHE_CONTROL) {
+            parts.headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache_control));
+        }
+        parts.headers.insert(header::VARY, HeaderValue::from_static(VARY));
+        if let Ok(value) = HeaderValue::from_str(&tag) {
+            parts.headers.insert(header::ETAG, value);
+        }
+        let not_modified = match (&if_none_match, &if_modified_since) {
+            (Some(condition), _) => names_tag(condition, &tag),
+            (None, Some(since)) => unmodified_since(parts.headers.get(header::LAST_MODIFIED), since),
+            (None, None) => false,
+        };
+        if not_modified {
+            parts.status = StatusCode::NOT_MODIFIED;
+            parts.headers.remove(header::CONTENT_TYPE);
+            parts.headers.remove(header::CONTENT_LENGTH);
+            parts.headers.remove(header::CONTENT_ENCODING);
+            return Response::from_parts(parts, Body::empty());
+        }
+        Response::from_parts(parts, Body::from(body))
     }
-    if response.status() != StatusCode::OK {
-        return compressed_untagged(response, encoding).await;
-    }
-    let (mut parts, body) = response.into_parts();
-    let Ok(collected) = body.collect().await else {
-        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
-    };
-    let bytes = collected.to_bytes();
-    let content_type = parts.headers.get(header::CONTENT_TYPE).map(HeaderValue::as_bytes).unwrap_or_default();
-    let mut tag = match parts.extensions.remove::<StatedContent>() {
-        Some(StatedContent(stated)) => format!("W/{}", entity_tag(key_kind, content_type, &stated)),
-        None => entity_tag(key_kind, content_type, &bytes),
-    };
-    let mut body = bytes;
-    if let Some(encoding) = encoding.filter(|_| worth_compressing(&parts.headers, &body))
-        && let Some(compressed) = compress(encoding, body.clone()).await
-    {
-        tag = with_coding(&tag, encoding);
-        parts.headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static(encoding.token()));
-        parts.headers.remove(header::CONTENT_LENGTH);
-        body = compressed;
-    }
-    let cache_control = if key_kind == KeyKind::None { KEYLESS_CACHE_CONTROL } else { KEYED_CACHE_CONTROL };
-    if !parts.headers.contains_key(header::CACHE_CONTROL) {
-        parts.headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache_control));
-    }
-    parts.headers.insert(header::VARY, HeaderValue::from_static(VARY));
-    if let Ok(value) = HeaderValue::from_str(&tag) {
-        parts.headers.insert(header::ETAG, value);
-    }
-    let not_modified = match (&if_none_match, &if_modified_since) {
-        (Some(condition), _) => names_tag(condition, &tag),
-        (None, Some(since)) => unmodified_since(parts.headers.get(header::LAST_MODIFIED), since),
-        (None, None) => false,
-    };
-    if not_modified {
-        parts.status = StatusCode::NOT_MODIFIED;
-        parts.headers.remove(header::CONTENT_TYPE);
-        parts.headers.remove(header::CONTENT_LENGTH);
-        parts.headers.remove(header::CONTENT_ENCODING);
-        return Response::from_parts(parts, Body::empty());
-    }
-    Response::from_parts(parts, Body::from(body))
 }
 
 /// A JSON or XML body of at least the compression minimum, not yet coded.
@@ -210,7 +232,14 @@ fn entity_tag(key_kind: KeyKind, content_type: &[u8], body: &[u8]) -> String {
         hasher.write(body);
         hasher.finish()
     };
-    format!("\"{:016x}{:016x}\"", half(0x6c63_635f_7461_6731), half(0x6c63_635f_7461_6732))
+    let mut digest = [0_u8; 16];
+    digest[..8].copy_from_slice(&half(0x6c63_635f_7461_6731).to_be_bytes());
+    digest[8..].copy_from_slice(&half(0x6c63_635f_7461_6732).to_be_bytes());
+    let mut tag = String::with_capacity(34);
+    tag.push('"');
+    tag.push_str(&crate::keys::hex(&digest));
+    tag.push('"');
+    tag
 }
 
 /// Whether an `If-None-Match` value names `tag` (weak comparison, as RFC

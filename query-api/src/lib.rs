@@ -13,6 +13,7 @@ pub mod compression;
 pub mod conditional;
 pub mod config;
 pub mod cross_origin;
+pub mod edge;
 pub mod errors;
 pub mod http_date;
 pub mod keys;

@@ -4,13 +4,10 @@
 //! Routes are labelled by their template (`/rights/{lccId}`), never by the
 //! concrete path, so label cardinality stays fixed.
 
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Instant;
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
 
-use axum::extract::{MatchedPath, Request, State};
-use axum::http::StatusCode;
-use axum::middleware::Next;
-use axum::response::Response;
+use axum::http::{Method, StatusCode};
 use prometheus::{
     Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
     TextEncoder,
@@ -146,29 +143,21 @@ impl Metrics {
         String::from_utf8(buffer).unwrap_or_default()
     }
 
+    /// Counts and times one answered request (`route` is its template).
+    pub fn record_request(&self, route: &str, method: &Method, status: StatusCode, elapsed: Duration) {
+        self.requests.with_label_values(&[route, method.as_str(), status.as_str()]).inc();
+        self.latency.with_label_values(&[route, status.as_str()]).observe(elapsed.as_secs_f64());
+        match status {
+            StatusCode::TOO_MANY_REQUESTS => self.rate_limited.inc(),
+            StatusCode::UNAUTHORIZED => self.authentication_failures.inc(),
+            _ => {}
+        }
+    }
+
     /// The timer of one store read, by operation (`lcc_store_read_duration_seconds`).
     pub fn observe_store(&self, operation: &str) -> Histogram {
         self.store_latency.with_label_values(&[operation])
     }
-}
-
-/// Middleware of the public router: counts and times every request.
-pub async fn track(State(metrics): State<Arc<Metrics>>, request: Request, next: Next) -> Response {
-    let started = Instant::now();
-    // Both are cheap clones (a shared string, a standard method), not copies.
-    let route = request.extensions().get::<MatchedPath>().cloned();
-    let method = request.method().clone();
-    let response = next.run(request).await;
-    let status = response.status();
-    let route = route.as_ref().map_or("unmatched", MatchedPath::as_str);
-    metrics.requests.with_label_values(&[route, method.as_str(), status.as_str()]).inc();
-    metrics.latency.with_label_values(&[route, status.as_str()]).observe(started.elapsed().as_secs_f64());
-    match status {
-        StatusCode::TOO_MANY_REQUESTS => metrics.rate_limited.inc(),
-        StatusCode::UNAUTHORIZED => metrics.authentication_failures.inc(),
-        _ => {}
-    }
-    response
 }
 
 #[cfg(test)]

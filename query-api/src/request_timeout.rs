@@ -6,19 +6,17 @@
 
 use std::time::Duration;
 
-use axum::extract::{Request, State};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use crate::errors::ApiError;
 
-/// Answers 503 when `next` takes longer than `timeout`.
-pub async fn limit(State(timeout): State<Duration>, request: Request, next: Next) -> Response {
-    let path = request.uri().path().to_owned();
-    match tokio::time::timeout(timeout, next.run(request)).await {
+/// The answer `answer` gives, or a 503 problem when it takes longer than
+/// `timeout`; `route` names the request in the warning.
+pub async fn within(timeout: Duration, route: &str, answer: impl Future<Output = Response>) -> Response {
+    match tokio::time::timeout(timeout, answer).await {
         Ok(response) => response,
         Err(_) => {
-            tracing::warn!(path, timeout = ?timeout, "a request timed out");
+            tracing::warn!(route, timeout = ?timeout, "a request timed out");
             ApiError::RequestTimeout(timeout.as_secs()).into_response()
         }
     }
@@ -26,25 +24,17 @@ pub async fn limit(State(timeout): State<Duration>, request: Request, next: Next
 
 #[cfg(test)]
 mod tests {
-    use axum::Router;
-    use axum::body::Body;
-    use axum::http::{Request as HttpRequest, StatusCode};
-    use axum::routing::get;
+    use axum::http::StatusCode;
     use http_body_util::BodyExt;
-    use tower::ServiceExt;
 
     use super::*;
 
     #[tokio::test]
     async fn an_answer_that_does_not_come_in_time_is_a_503_problem() {
-        let router = Router::new()
-            .route("/never", get(std::future::pending::<&'static str>))
-            .route("/at-once", get(|| async { "done" }))
-            .layer(axum::middleware::from_fn_with_state(Duration::from_millis(20), limit));
-        let get = |path: &str| router.clone().oneshot(HttpRequest::get(path).body(Body::empty()).expect("request"));
-        let answered = get("/at-once").await.expect("infallible");
+        let timeout = Duration::from_millis(20);
+        let answered = within(timeout, "/at-once", async { "done".into_response() }).await;
         assert_eq!(answered.status(), StatusCode::OK);
-        let timed_out = get("/never").await.expect("infallible");
+        let timed_out = within(timeout, "/never", std::future::pending()).await;
         assert_eq!(timed_out.status(), StatusCode::SERVICE_UNAVAILABLE);
         assert_eq!(timed_out.headers()["content-type"], "application/problem+json");
         let body = timed_out.into_body().collect().await.expect("body").to_bytes();

@@ -10,45 +10,33 @@
 
 use std::sync::LazyLock;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
 
-use axum::extract::{MatchedPath, Request};
-use axum::http::{HeaderName, HeaderValue};
-use axum::middleware::Next;
-use axum::response::Response;
-use tracing::Instrument;
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method};
+use tracing::Span;
 
 pub const REQUEST_ID_HEADER: HeaderName = HeaderName::from_static("x-request-id");
 
 /// The longest request id taken from a request; a longer one is replaced.
 const MAX_REQUEST_ID_LENGTH: usize = 128;
 
-/// Middleware of the public router: runs the request inside its span and
-/// returns its id.
-pub async fn trace(request: Request, next: Next) -> Response {
-    let started = Instant::now();
-    let request_id = request
-        .headers()
+/// The request's id: the one it carries when that is well formed, or a new one.
+pub fn request_id(headers: &HeaderMap) -> HeaderValue {
+    headers
         .get(&REQUEST_ID_HEADER)
         .filter(|value| is_well_formed(value.as_bytes()))
         .cloned()
-        .unwrap_or_else(new_request_id);
-    // A shared string: cloning it allocates nothing.
-    let route = request.extensions().get::<MatchedPath>().cloned();
-    let span = tracing::info_span!(
+        .unwrap_or_else(new_request_id)
+}
+
+/// The span a request is answered in; its status is recorded when it is known.
+pub fn span(request_id: &HeaderValue, method: &Method, route: &str) -> Span {
+    tracing::info_span!(
         "request",
         request_id = request_id.to_str().unwrap_or_default(),
-        method = %request.method(),
-        route = route.as_ref().map_or("unmatched", MatchedPath::as_str),
+        method = %method,
+        route,
         status = tracing::field::Empty,
-    );
-    let mut response = next.run(request).instrument(span.clone()).await;
-    span.record("status", response.status().as_u16());
-    span.in_scope(|| {
-        tracing::debug!(elapsed_us = started.elapsed().as_micros() as u64, "answered");
-    });
-    response.headers_mut().insert(REQUEST_ID_HEADER, request_id);
-    response
+    )
 }
 
 /// Visible ASCII without spaces, at most [`MAX_REQUEST_ID_LENGTH`] bytes,
@@ -71,7 +59,14 @@ fn new_request_id() -> HeaderValue {
         })
     });
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let id = format!("{}-{:010x}", *PREFIX, COUNTER.fetch_add(1, Ordering::Relaxed));
+    // The counter in at least ten hexadecimal digits, written without the
+    // formatting machinery: this runs on every request that brings no id.
+    let counter = crate::keys::hex(&COUNTER.fetch_add(1, Ordering::Relaxed).to_be_bytes());
+    let significant = counter.trim_start_matches('0').len();
+    let mut id = String::with_capacity(PREFIX.len() + 1 + counter.len());
+    id.push_str(&PREFIX);
+    id.push('-');
+    id.push_str(&counter[counter.len() - significant.max(10)..]);
     // Taken over as it is, not copied: the id is hex and a dash.
     HeaderValue::from_maybe_shared(axum::body::Bytes::from(id)).unwrap_or_else(|_| HeaderValue::from_static("unknown"))
 }
@@ -95,5 +90,8 @@ mod tests {
         let (first, second) = (new_request_id(), new_request_id());
         assert_ne!(first, second);
         assert!(is_well_formed(first.as_bytes()), "{first:?}");
+        let (prefix, counter) = first.to_str().expect("ascii").split_once('-').expect("a dash");
+        assert_eq!((prefix.len(), counter.len()), (12, 10), "{first:?}");
+        assert!(counter.bytes().all(|digit| digit.is_ascii_hexdigit()), "{first:?}");
     }
 }

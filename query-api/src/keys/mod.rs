@@ -8,6 +8,7 @@
 //!   shared secret ([`sandbox`]), so any replica can check them without a
 //!   shared write.
 
+pub mod memo;
 pub mod production;
 pub mod sandbox;
 

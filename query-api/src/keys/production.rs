@@ -10,11 +10,13 @@
 //! calling.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock, Weak};
 use std::time::Duration;
 
 use read_model::{ApiKeyRecord, ApiKeys, StoreError};
 
+use super::memo::KeyMemo;
 use super::{KeyKind, Principal, Scopes, hex, random_bytes, sha256_hex};
 
 /// How often the keys in memory are reloaded: revocations take effect within
@@ -48,6 +50,10 @@ pub struct ProductionKeys {
     store: Arc<dyn ApiKeys>,
     /// The active keys by hash, as last loaded or looked up.
     active: RwLock<HashMap<String, Principal>>,
+    /// Grows, under `active`'s write lock, each time a reload changes or
+    /// removes a key: a connection's [`KeyMemo`] checked against an older
+    /// generation is void.
+    generation: AtomicU64,
 }
 
 impl std::fmt::Debug for ProductionKeys {
@@ -60,7 +66,7 @@ impl ProductionKeys {
     /// The keys of `store`, kept fresh by a task on the current runtime that
     /// ends when the returned value is dropped.
     pub fn start(store: Arc<dyn ApiKeys>) -> Arc<ProductionKeys> {
-        let keys = Arc::new(ProductionKeys { store, active: RwLock::default() });
+        let keys = Arc::new(ProductionKeys { store, active: RwLock::default(), generation: AtomicU64::new(0) });
         tokio::spawn(keep_refreshed(Arc::downgrade(&keys)));
         keys
     }
@@ -101,15 +107,29 @@ impl ProductionKeys {
         Ok(revoked)
     }
 
-    /// The principal of a presented production key, if it is known and not revoked.
-    pub async fn authenticate(&self, key: &str) -> Result<Option<Principal>, KeyStoreError> {
-        let key_hash = sha256_hex(key);
-        if let Some(principal) = self.active.read().unwrap_or_else(PoisonError::into_inner).get(&key_hash) {
-            return Ok(Some(principal.clone()));
+    /// The principal of a presented production key, if it is known and not
+    /// revoked. With the memo of the connection it came on, a key that
+    /// connection presented last is not hashed and looked up again.
+    pub async fn authenticate(&self, key: &str, memo: Option<&KeyMemo>) -> Result<Option<Principal>, KeyStoreError> {
+        // Read before the keys: a memo is then never newer than what it was checked against.
+        let generation = self.generation.load(Ordering::Acquire);
+        if let Some(principal) = memo.and_then(|memo| memo.recall(key.as_bytes(), generation)) {
+            return Ok(Some(principal));
         }
-        let Some(record) = self.store.api_key_by_hash(&key_hash).await? else { return Ok(None) };
-        let Some(principal) = principal_of(&stored_key(&record)?) else { return Ok(None) };
-        self.active.write().unwrap_or_else(PoisonError::into_inner).insert(key_hash, principal.clone());
+        let key_hash = sha256_hex(key);
+        let known = self.active.read().unwrap_or_else(PoisonError::into_inner).get(&key_hash).cloned();
+        let principal = match known {
+            Some(principal) => principal,
+            None => {
+                let Some(record) = self.store.api_key_by_hash(&key_hash).await? else { return Ok(None) };
+                let Some(principal) = principal_of(&stored_key(&record)?) else { return Ok(None) };
+                self.active.write().unwrap_or_else(PoisonError::into_inner).insert(key_hash, principal.clone());
+                principal
+            }
+        };
+        if let Some(memo) = memo {
+            memo.remember(key.as_bytes(), generation, &principal);
+        }
         Ok(Some(principal))
     }
 
@@ -121,7 +141,13 @@ impl ProductionKeys {
                 active.insert(record.key_hash, principal);
             }
         }
-        *self.active.write().unwrap_or_else(PoisonError::into_inner) = active;
+        let mut current = self.active.write().unwrap_or_else(PoisonError::into_inner);
+        // A key added since the last reload voids no memo; one changed or gone does.
+        let voids_memos = current.iter().any(|(key_hash, principal)| active.get(key_hash) != Some(principal));
+        *current = active;
+        if voids_memos {
+            self.generation.fetch_add(1, Ordering::Release);
+        }
         Ok(())
     }
 }
@@ -235,15 +261,15 @@ mod tests {
         let scopes: Scopes = [Scope::RightsRead].into_iter().collect();
         let (key, record) = keys.issue("Acme Music", scopes, 120).await.expect("issue");
         assert!(key.starts_with("lcc_live_"));
-        let principal = keys.authenticate(&key).await.expect("read").expect("known key");
+        let principal = keys.authenticate(&key, None).await.expect("read").expect("known key");
         assert_eq!((principal.scopes, principal.rate_limit, principal.kind), (scopes, 120, KeyKind::Production));
-        assert_eq!(keys.authenticate("lcc_live_unknown").await.expect("read"), None);
+        assert_eq!(keys.authenticate("lcc_live_unknown", None).await.expect("read"), None);
 
         let file = std::fs::read(directory.path().join("api-keys.sqlite")).expect("file");
         assert!(!file.windows(key.len()).any(|window| window == key.as_bytes()), "the key itself is never stored");
 
         assert!(keys.revoke(&record.key_id).await.expect("revoke"));
-        assert_eq!(keys.authenticate(&key).await.expect("read"), None);
+        assert_eq!(keys.authenticate(&key, None).await.expect("read"), None);
         assert!(!keys.revoke("live_nope").await.expect("revoke"));
         assert!(keys.list().await.expect("list")[0].revoked);
     }
@@ -254,12 +280,22 @@ mod tests {
         let serving = ProductionKeys::start(Arc::new(SqliteStore::open(directory.path()).expect("open")));
         let operator = ProductionKeys::start(Arc::new(SqliteStore::open(directory.path()).expect("open")));
         let (key, record) = operator.issue("Acme Music", Scopes::all(), 60).await.expect("issue");
-        assert!(serving.authenticate(&key).await.expect("read").is_some(), "accepted on its first request");
+        let (other_key, _) = operator.issue("Other Music", Scopes::all(), 60).await.expect("issue");
+        // The serving side answers over one connection, whose memo remembers the key.
+        let memo = KeyMemo::default();
+        assert!(
+            serving.authenticate(&key, Some(&memo)).await.expect("read").is_some(),
+            "accepted on its first request"
+        );
+        assert!(memo.recall(key.as_bytes(), serving.generation.load(Ordering::Acquire)).is_some(), "remembered");
+        assert!(serving.authenticate(&other_key, Some(&memo)).await.expect("read").is_some(), "another key on it");
+        assert!(serving.authenticate(&key, Some(&memo)).await.expect("read").is_some(), "and the first again");
         assert!(operator.revoke(&record.key_id).await.expect("revoke"));
         let deadline = tokio::time::Instant::now() + Duration::from_secs(1);
-        while serving.authenticate(&key).await.expect("read").is_some() {
+        while serving.authenticate(&key, Some(&memo)).await.expect("read").is_some() {
             assert!(tokio::time::Instant::now() < deadline, "a revoked key is refused within a second");
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
+        assert!(serving.authenticate(&other_key, Some(&memo)).await.expect("read").is_some(), "the other stays valid");
     }
 }

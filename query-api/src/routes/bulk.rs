@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::Response;
 use read_model::documents::BulkRow;
 use serde::Serialize;
@@ -13,6 +13,7 @@ use utoipa::ToSchema;
 
 use super::parameters::{BulkQuery, QueryParameters};
 use super::{json_of, stored_json_list};
+use crate::access::Credentials;
 use crate::app::{App, BASE_PATH};
 use crate::errors::ApiError;
 use crate::keys::Scope;
@@ -74,9 +75,9 @@ fn parameter(text: Option<&str>, name: &str, default: u32, max: u32) -> Result<u
 pub async fn bulk_works(
     State(app): State<Arc<App>>,
     QueryParameters(query): QueryParameters<BulkQuery>,
-    headers: HeaderMap,
+    credentials: Credentials,
 ) -> Response {
-    app.answer_authorized(&headers, Scope::BulkRead, None, async |granted| {
+    app.answer_authorized(&credentials, Scope::BulkRead, None, async |granted| {
         let page = parameter(query.page.as_deref(), "page", 1, MAX_PAGE)?;
         let limit = parameter(query.limit.as_deref(), "limit", DEFAULT_LIMIT, app.settings.bulk_max_limit)?;
         let offset = u64::from(page - 1) * u64::from(limit);

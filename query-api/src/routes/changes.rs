@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::Response;
 use read_model::Audience;
 use read_model::calendar::Timestamp;
@@ -22,6 +22,7 @@ use utoipa::ToSchema;
 
 use super::json_of;
 use super::parameters::{ChangesQuery, QueryParameters};
+use crate::access::Credentials;
 use crate::app::{App, BASE_PATH};
 use crate::errors::ApiError;
 use crate::keys::Scope;
@@ -117,9 +118,9 @@ fn cursor_of(text: Option<&str>, audience: Audience) -> Result<Option<FeedCursor
 pub async fn changes(
     State(app): State<Arc<App>>,
     QueryParameters(query): QueryParameters<ChangesQuery>,
-    headers: HeaderMap,
+    credentials: Credentials,
 ) -> Response {
-    app.answer_authorized(&headers, Scope::BulkRead, None, async |granted| {
+    app.answer_authorized(&credentials, Scope::BulkRead, None, async |granted| {
         let audience = granted.audience();
         let limit = limit_of(query.limit.as_deref())?;
         let cursor = cursor_of(query.since.as_deref(), audience)?;

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::Response;
 use read_model::calendar::{Date, Timestamp};
 use read_model::documents::{
@@ -17,6 +17,7 @@ use utoipa::ToSchema;
 use super::metadata::chained_provenance;
 use super::parameters::{PathParameters, WorkPath};
 use super::{decode, json_of, work_document};
+use crate::access::Credentials;
 use crate::app::{App, BASE_PATH};
 use crate::conditional::StatedContent;
 use crate::errors::ApiError;
@@ -110,9 +111,9 @@ pub fn protection(ends_on: Option<Date>, today: Date) -> Protection {
 pub async fn evidence(
     State(app): State<Arc<App>>,
     PathParameters(WorkPath { lcc_id }): PathParameters<WorkPath>,
-    headers: HeaderMap,
+    credentials: Credentials,
 ) -> Response {
-    app.answer_authorized(&headers, Scope::EvidenceRead, Some(&lcc_id), async |_| {
+    app.answer_authorized(&credentials, Scope::EvidenceRead, Some(&lcc_id), async |_| {
         let body = work_document(&app, DocumentKind::Evidence, &lcc_id).await?;
         let inputs: EvidenceInputs = decode(&body)?;
         let (_, provenance_chain) = chained_provenance(&app, &lcc_id).await?;

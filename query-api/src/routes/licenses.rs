@@ -4,11 +4,12 @@ use std::sync::Arc;
 
 use super::json;
 use super::parameters::{LicensePath, PathParameters};
+use crate::access::Credentials;
 use crate::app::{App, BASE_PATH};
 use crate::errors::ApiError;
 use crate::keys::Scope;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::Response;
 use read_model::DocumentKind;
 use read_model::documents::LicenseStatusDocument;
@@ -32,9 +33,9 @@ use read_model::documents::LicenseStatusDocument;
 pub async fn license_status(
     State(app): State<Arc<App>>,
     PathParameters(LicensePath { id }): PathParameters<LicensePath>,
-    headers: HeaderMap,
+    credentials: Credentials,
 ) -> Response {
-    app.answer_authorized(&headers, Scope::LicensesRead, Some(&id), async |_| {
+    app.answer_authorized(&credentials, Scope::LicensesRead, Some(&id), async |_| {
         let body = app.store.document(DocumentKind::LicenseStatus, &id).await?;
         body.map(|body| json(StatusCode::OK, body)).ok_or_else(|| ApiError::NotFound(format!("no license {id}")))
     })

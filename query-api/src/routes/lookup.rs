@@ -25,6 +25,7 @@ use utoipa::ToSchema;
 
 use super::rights::profiles_under;
 use super::{json_body, json_of, stored_json, stored_json_list, work_document};
+use crate::access::Credentials;
 use crate::app::{App, BASE_PATH};
 use crate::errors::{ApiError, Problem};
 use crate::keys::{KeyKind, Scope};
@@ -137,12 +138,17 @@ fn read_body(headers: &HeaderMap, body: Result<Bytes, BytesRejection>) -> Result
     ),
     security(("apiKey" = ["rights:read"])),
 )]
-pub async fn lookup(State(app): State<Arc<App>>, headers: HeaderMap, body: Result<Bytes, BytesRejection>) -> Response {
+pub async fn lookup(
+    State(app): State<Arc<App>>,
+    credentials: Credentials,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
     let identifiers = read_body(&headers, body);
     // A body that cannot be read counts as one request, like any other.
     let cost = identifiers.as_ref().map_or(1, Vec::len);
     let cost = NonZeroU32::new(u32::try_from(cost).unwrap_or(u32::MAX)).unwrap_or(NonZeroU32::MIN);
-    app.answer_authorized_costing(&headers, Scope::RightsRead, None, cost, async |granted| {
+    app.answer_authorized_costing(&credentials, Scope::RightsRead, None, cost, async |granted| {
         let identifiers = identifiers?;
         let mut results = Vec::with_capacity(identifiers.len());
         for identifier in identifiers {

@@ -13,6 +13,7 @@ use utoipa::ToSchema;
 
 use super::parameters::{PathParameters, WorkPath};
 use super::{decode, json, json_of, work_document};
+use crate::access::Credentials;
 use crate::app::{App, BASE_PATH};
 use crate::errors::ApiError;
 use crate::keys::Scope;
@@ -77,9 +78,10 @@ pub struct ChainedProvenanceEntry {
 pub async fn metadata(
     State(app): State<Arc<App>>,
     PathParameters(WorkPath { lcc_id }): PathParameters<WorkPath>,
+    credentials: Credentials,
     headers: HeaderMap,
 ) -> Response {
-    app.answer_authorized(&headers, Scope::MetadataRead, Some(&lcc_id), async |_| {
+    app.answer_authorized(&credentials, Scope::MetadataRead, Some(&lcc_id), async |_| {
         let body = work_document(&app, DocumentKind::Metadata, &lcc_id).await?;
         if !wants_xml(&headers) {
             return Ok(json(StatusCode::OK, body));
@@ -111,9 +113,9 @@ pub async fn metadata(
 pub async fn provenance(
     State(app): State<Arc<App>>,
     PathParameters(WorkPath { lcc_id }): PathParameters<WorkPath>,
-    headers: HeaderMap,
+    credentials: Credentials,
 ) -> Response {
-    app.answer_authorized(&headers, Scope::MetadataRead, Some(&lcc_id), async |_| {
+    app.answer_authorized(&credentials, Scope::MetadataRead, Some(&lcc_id), async |_| {
         work_document(&app, DocumentKind::RightsProfile, &lcc_id).await?;
         let (entries, chain) = chained_provenance(&app, &lcc_id).await?;
         json_of(StatusCode::OK, &Provenance { lcc_id: lcc_id.clone(), entries, chain })

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{RawQuery, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use read_model::change_feed::{
     ChangeKind, ChangeQuery, ChangesRead, FeedCursor, FeedPosition, sequence_of_millisecond,
@@ -20,7 +20,7 @@ use read_model::documents::DublinCoreRecord;
 use read_model::{Audience, DocumentKind};
 
 use super::{ClientAddress, decode};
-use crate::access::with_rate_headers;
+use crate::access::{Credentials, with_rate_headers};
 use crate::app::{App, BASE_PATH};
 use crate::errors::ApiError;
 use crate::keys::Scope;
@@ -53,10 +53,10 @@ pub async fn oai_get(
     State(app): State<Arc<App>>,
     client: ClientAddress,
     RawQuery(query): RawQuery,
-    headers: HeaderMap,
+    credentials: Credentials,
 ) -> Response {
     let arguments = arguments::parse(query.unwrap_or_default().as_bytes());
-    answer(app, client, arguments, headers).await
+    answer(app, client, arguments, credentials).await
 }
 
 /// `POST /oai` with `application/x-www-form-urlencoded` arguments.
@@ -77,11 +77,11 @@ pub async fn oai_get(
 pub async fn oai_post(
     State(app): State<Arc<App>>,
     client: ClientAddress,
-    headers: HeaderMap,
+    credentials: Credentials,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
     match body {
-        Ok(body) => answer(app, client, arguments::parse(&body), headers).await,
+        Ok(body) => answer(app, client, arguments::parse(&body), credentials).await,
         Err(rejection) => super::body_problem(&rejection).into_response(),
     }
 }
@@ -90,11 +90,11 @@ async fn answer(
     app: Arc<App>,
     ClientAddress(client): ClientAddress,
     arguments: Arguments,
-    headers: HeaderMap,
+    credentials: Credentials,
 ) -> Response {
-    if headers.contains_key("x-api-key") {
+    if credentials.present_a_key() {
         return app
-            .answer_authorized(&headers, Scope::MetadataRead, None, async |granted| {
+            .answer_authorized(&credentials, Scope::MetadataRead, None, async |granted| {
                 respond(&app, granted.audience(), &arguments).await
             })
             .await;

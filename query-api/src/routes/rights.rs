@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::Response;
 use read_model::documents::RightsProfile;
 use read_model::identifiers::{display_iswc, normalize_isrc, normalize_iswc};
@@ -14,6 +14,7 @@ use utoipa::ToSchema;
 
 use super::parameters::{IdentifierQuery, PathParameters, QueryParameters, WorkPath};
 use super::{json, json_of, stored_json_list, work_document};
+use crate::access::Credentials;
 use crate::app::{App, BASE_PATH};
 use crate::errors::ApiError;
 use crate::keys::Scope;
@@ -52,9 +53,9 @@ pub struct IdentifierLookup {
 pub async fn rights_by_id(
     State(app): State<Arc<App>>,
     PathParameters(WorkPath { lcc_id }): PathParameters<WorkPath>,
-    headers: HeaderMap,
+    credentials: Credentials,
 ) -> Response {
-    app.answer_authorized(&headers, Scope::RightsRead, Some(&lcc_id), async |_| {
+    app.answer_authorized(&credentials, Scope::RightsRead, Some(&lcc_id), async |_| {
         Ok(json(StatusCode::OK, work_document(&app, DocumentKind::RightsProfile, &lcc_id).await?))
     })
     .await
@@ -80,9 +81,9 @@ pub async fn rights_by_id(
 pub async fn rights_by_identifier(
     State(app): State<Arc<App>>,
     QueryParameters(query): QueryParameters<IdentifierQuery>,
-    headers: HeaderMap,
+    credentials: Credentials,
 ) -> Response {
-    app.answer_authorized(&headers, Scope::RightsRead, None, async |granted| {
+    app.answer_authorized(&credentials, Scope::RightsRead, None, async |granted| {
         let (kind, code, shown) = match (&query.iswc, &query.isrc) {
             (Some(iswc), None) => {
                 let code =

@@ -20,6 +20,7 @@ use utoipa::ToSchema;
 
 use super::json_of;
 use super::parameters::{PathParameters, SnapshotFilePath, SnapshotPath};
+use crate::access::Credentials;
 use crate::app::{App, BASE_PATH};
 use crate::conditional::{names_tag, unmodified_since};
 use crate::errors::ApiError;
@@ -59,8 +60,8 @@ pub struct SnapshotSummary {
     responses((status = 200, description = "The snapshots, newest first.", body = SnapshotList)),
     security(("apiKey" = ["bulk:read"])),
 )]
-pub async fn list(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
-    app.answer_authorized(&headers, Scope::BulkRead, None, async |granted| {
+pub async fn list(State(app): State<Arc<App>>, credentials: Credentials) -> Response {
+    app.answer_authorized(&credentials, Scope::BulkRead, None, async |granted| {
         let snapshots = app
             .snapshots
             .list(granted.audience())
@@ -96,9 +97,9 @@ pub async fn list(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
 pub async fn manifest(
     State(app): State<Arc<App>>,
     PathParameters(path): PathParameters<SnapshotPath>,
-    headers: HeaderMap,
+    credentials: Credentials,
 ) -> Response {
-    app.answer_authorized(&headers, Scope::BulkRead, None, async |granted| {
+    app.answer_authorized(&credentials, Scope::BulkRead, None, async |granted| {
         let manifest = app
             .snapshots
             .manifest(granted.audience(), &path.snapshot_id)
@@ -142,9 +143,10 @@ pub async fn manifest(
 pub async fn file(
     State(app): State<Arc<App>>,
     PathParameters(path): PathParameters<SnapshotFilePath>,
+    credentials: Credentials,
     headers: HeaderMap,
 ) -> Response {
-    app.answer_authorized(&headers, Scope::BulkRead, None, async |granted| {
+    app.answer_authorized(&credentials, Scope::BulkRead, None, async |granted| {
         let (location, file, manifest) = app
             .snapshots
             .file(granted.audience(), &path.snapshot_id, &path.name)

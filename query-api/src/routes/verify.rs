@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::Response;
 use read_model::DocumentKind;
 use read_model::calendar::{Date, Timestamp};
@@ -14,6 +14,7 @@ use utoipa::ToSchema;
 
 use super::parameters::{PathParameters, QueryParameters, VerifyQuery, WorkPath};
 use super::{decode, json_of, work_document};
+use crate::access::Credentials;
 use crate::app::{App, BASE_PATH};
 use crate::errors::ApiError;
 use crate::keys::Scope;
@@ -123,9 +124,9 @@ pub async fn verify(
     State(app): State<Arc<App>>,
     PathParameters(WorkPath { lcc_id }): PathParameters<WorkPath>,
     QueryParameters(query): QueryParameters<VerifyQuery>,
-    headers: HeaderMap,
+    credentials: Credentials,
 ) -> Response {
-    app.answer_authorized(&headers, Scope::RightsVerify, Some(&lcc_id), async |_| {
+    app.answer_authorized(&credentials, Scope::RightsVerify, Some(&lcc_id), async |_| {
         let file_sha256 = query
             .sha256
             .map(|hash| {

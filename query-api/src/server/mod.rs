@@ -29,6 +29,7 @@ use tokio::net::TcpListener;
 use tower::ServiceExt as _;
 
 use crate::app::App;
+use crate::keys::memo::ConnectionKeyMemo;
 use crate::routes::router;
 use connection_limits::ConnectionLimits;
 
@@ -69,8 +70,10 @@ pub async fn run(
                 continue;
             }
         };
+        let key_memo = ConnectionKeyMemo::default();
         let service = router.clone().map_request(move |mut request: Request<Incoming>| {
             request.extensions_mut().insert(ConnectInfo(peer));
+            request.extensions_mut().insert(key_memo.clone());
             request
         });
         let connection = graceful.watch(http.serve_connection(TokioIo::new(stream), TowerToHyperService::new(service)));
