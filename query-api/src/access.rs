@@ -4,6 +4,7 @@
 
 use std::convert::Infallible;
 use std::num::NonZeroU32;
+use std::sync::Arc;
 
 use axum::extract::FromRequestParts;
 use axum::http::HeaderValue;
@@ -12,8 +13,9 @@ use axum::response::{IntoResponse, Response};
 use read_model::identifiers::{Audience, SANDBOX_PREFIX};
 
 use crate::app::App;
+use crate::connection::Connection;
 use crate::errors::ApiError;
-use crate::keys::memo::ConnectionKeyMemo;
+use crate::keys::memo::KeyMemo;
 use crate::keys::sandbox::{SandboxKeyError, SandboxKeys};
 use crate::keys::{KeyKind, Principal, Scope};
 use crate::rate_limit::RateDecision;
@@ -23,7 +25,7 @@ use crate::rate_limit::RateDecision;
 #[derive(Debug)]
 pub struct Credentials {
     key: Option<HeaderValue>,
-    memo: Option<ConnectionKeyMemo>,
+    memo: Option<Arc<KeyMemo>>,
 }
 
 impl<S: Send + Sync> FromRequestParts<S> for Credentials {
@@ -31,8 +33,8 @@ impl<S: Send + Sync> FromRequestParts<S> for Credentials {
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Credentials, Infallible> {
         Ok(Credentials {
-            key: parts.headers.get("x-api-key").cloned(),
-            memo: parts.extensions.get::<ConnectionKeyMemo>().cloned(),
+            key: parts.headers.get(crate::keys::API_KEY_HEADER).cloned(),
+            memo: parts.extensions.get::<Connection>().map(|connection| Arc::clone(&connection.key_memo)),
         })
     }
 }
@@ -153,8 +155,7 @@ impl App {
                 SandboxKeyError::Malformed | SandboxKeyError::BadSignature => ApiError::InvalidApiKey,
             });
         }
-        let memo = credentials.memo.as_ref().map(|memo| &*memo.0);
-        match self.production_keys.authenticate(key, memo).await {
+        match self.production_keys.authenticate(key, credentials.memo.as_deref()).await {
             Ok(Some(principal)) => Ok(principal),
             Ok(None) => Err(ApiError::InvalidApiKey),
             Err(error) => {

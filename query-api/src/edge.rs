@@ -13,18 +13,19 @@
 
 use std::convert::Infallible;
 use std::future::Future;
-use std::pin::Pin;
+use std::pin::{Pin, pin};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
+use axum::http::Method;
 use axum::response::Response;
 use tower::{Layer, Service};
 use tracing::Instrument;
 
 use crate::conditional::Conditions;
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, RouteSeries};
 use crate::request_tracing::{self, REQUEST_ID_HEADER};
 use crate::routes::MAX_BODY_BYTES;
 use crate::{cross_origin, request_timeout};
@@ -51,7 +52,8 @@ impl<S> Layer<S> for EdgeLayer {
     type Service = Edge<S>;
 
     fn layer(&self, inner: S) -> Edge<S> {
-        Edge { inner, settings: Arc::clone(&self.settings) }
+        let route = RouteEdge { settings: Arc::clone(&self.settings), series: RouteSeries::default() };
+        Edge { inner, route: Arc::new(route) }
     }
 }
 
@@ -59,7 +61,14 @@ impl<S> Layer<S> for EdgeLayer {
 #[derive(Debug, Clone)]
 pub struct Edge<S> {
     inner: S,
+    route: Arc<RouteEdge>,
+}
+
+/// What the edge keeps for one route (one method of one path, or a fallback).
+#[derive(Debug)]
+struct RouteEdge {
     settings: Arc<EdgeSettings>,
+    series: RouteSeries,
 }
 
 impl<S> Service<Request> for Edge<S>
@@ -79,8 +88,9 @@ where
         // The service that was polled ready answers; its clone waits for the next request.
         let ready = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, ready);
-        let settings = Arc::clone(&self.settings);
+        let edge = Arc::clone(&self.route);
         Box::pin(async move {
+            let settings = &edge.settings;
             let started = Instant::now();
             let request_id = request_tracing::request_id(request.headers());
             // A shared string and a standard method: clones, not copies.
@@ -89,19 +99,24 @@ where
             let method = request.method().clone();
             let span = request_tracing::span(&request_id, &method, route);
             let conditions = Conditions::of(&request);
-            DefaultBodyLimit::max(MAX_BODY_BYTES).apply(&mut request);
-            let answer = async move {
+            // Only a request that may carry a body pays for its limit.
+            if request.method() != Method::GET {
+                DefaultBodyLimit::max(MAX_BODY_BYTES).apply(&mut request);
+            }
+            // Pinned where they are made: the futures are large, and each
+            // wrapper would otherwise move the one inside it.
+            let answer = pin!(async move {
                 let Ok(response) = inner.call(request).await;
                 conditions.apply(response).await
-            };
-            let mut response =
-                request_timeout::within(settings.request_timeout, route, answer).instrument(span.clone()).await;
+            });
+            let limited = pin!(request_timeout::within(settings.request_timeout, route, answer));
+            let mut response = limited.instrument(span.clone()).await;
             let status = response.status();
             span.record("status", status.as_u16());
             span.in_scope(|| {
                 tracing::debug!(elapsed_us = started.elapsed().as_micros() as u64, "answered");
             });
-            settings.metrics.record_request(route, &method, status, started.elapsed());
+            settings.metrics.record_request(&edge.series, route, &method, status, started.elapsed());
             cross_origin::add_common_headers(response.headers_mut());
             response.headers_mut().insert(REQUEST_ID_HEADER, request_id);
             Ok(response)

@@ -12,6 +12,7 @@ pub mod app;
 pub mod compression;
 pub mod conditional;
 pub mod config;
+pub mod connection;
 pub mod cross_origin;
 pub mod edge;
 pub mod errors;

@@ -28,7 +28,7 @@ impl std::fmt::Debug for MeteredReads {
 #[async_trait]
 impl DocumentReads for MeteredReads {
     async fn document(&self, kind: DocumentKind, key: &str) -> Result<Option<Body>, StoreError> {
-        let _timer = self.metrics.observe_store(kind.table()).start_timer();
+        let _timer = self.metrics.observe_document_read(kind).start_timer();
         self.inner.document(kind, key).await
     }
 

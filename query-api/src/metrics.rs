@@ -4,7 +4,7 @@
 //! Routes are labelled by their template (`/rights/{lccId}`), never by the
 //! concrete path, so label cardinality stays fixed.
 
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use axum::http::{Method, StatusCode};
@@ -12,7 +12,7 @@ use prometheus::{
     Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
     TextEncoder,
 };
-use read_model::DocumentCacheStatistics;
+use read_model::{DocumentCacheStatistics, DocumentKind};
 
 /// The service's metrics.
 #[derive(Debug)]
@@ -23,9 +23,28 @@ pub struct Metrics {
     rate_limited: IntCounter,
     authentication_failures: IntCounter,
     store_latency: HistogramVec,
+    /// `store_latency`'s series of each document kind, in the order of
+    /// `DocumentKind::ALL`, found once: a document read is on every lookup.
+    document_read_latency: [Histogram; DocumentKind::ALL.len()],
     document_cache: DocumentCacheMetrics,
     connections_open: IntGauge,
     connections_refused: IntCounterVec,
+}
+
+/// The series of one route's `200` answers, found on the first and kept
+/// by the edge around that route: finding a series by its labels hashes
+/// them, on every request. Answers of another status, or of another route
+/// or method than the first (a fallback serves many), are counted by their
+/// labels as before.
+#[derive(Debug, Default)]
+pub struct RouteSeries(OnceLock<OkSeries>);
+
+#[derive(Debug)]
+struct OkSeries {
+    route: Box<str>,
+    method: Method,
+    requests: IntCounter,
+    latency: Histogram,
 }
 
 /// The store's document cache, copied from its own counters at each scrape.
@@ -101,6 +120,7 @@ impl Metrics {
             latency,
             rate_limited,
             authentication_failures,
+            document_read_latency: DocumentKind::ALL.map(|kind| store_latency.with_label_values(&[kind.table()])),
             store_latency,
             document_cache,
             connections_open,
@@ -143,8 +163,29 @@ impl Metrics {
         String::from_utf8(buffer).unwrap_or_default()
     }
 
-    /// Counts and times one answered request (`route` is its template).
-    pub fn record_request(&self, route: &str, method: &Method, status: StatusCode, elapsed: Duration) {
+    /// Counts and times one answered request (`route` is its template) of
+    /// the route whose `200` series `route_series` keeps.
+    pub fn record_request(
+        &self,
+        route_series: &RouteSeries,
+        route: &str,
+        method: &Method,
+        status: StatusCode,
+        elapsed: Duration,
+    ) {
+        if status == StatusCode::OK {
+            let ok = route_series.0.get_or_init(|| OkSeries {
+                route: route.into(),
+                method: method.clone(),
+                requests: self.requests.with_label_values(&[route, method.as_str(), status.as_str()]),
+                latency: self.latency.with_label_values(&[route, status.as_str()]),
+            });
+            if *ok.route == *route && ok.method == method {
+                ok.requests.inc();
+                ok.latency.observe(elapsed.as_secs_f64());
+                return;
+            }
+        }
         self.requests.with_label_values(&[route, method.as_str(), status.as_str()]).inc();
         self.latency.with_label_values(&[route, status.as_str()]).observe(elapsed.as_secs_f64());
         match status {
@@ -152,6 +193,12 @@ impl Metrics {
             StatusCode::UNAUTHORIZED => self.authentication_failures.inc(),
             _ => {}
         }
+    }
+
+    /// The series of reads of one document kind (`lcc_store_read_duration_seconds`).
+    pub fn observe_document_read(&self, kind: DocumentKind) -> &Histogram {
+        let index = DocumentKind::ALL.iter().position(|each| *each == kind).unwrap_or_default();
+        &self.document_read_latency[index]
     }
 
     /// The timer of one store read, by operation (`lcc_store_read_duration_seconds`).

@@ -2,7 +2,7 @@
 //! client sending many requests over one connection pays for hashing and
 //! finding its key once, not on every request.
 //!
-//! A memo belongs to one connection and ends with it: no table of the
+//! A memo belongs to one connection (`crate::connection`) and ends with it: no table of the
 //! process holds keys as presented. It holds only while the active keys are
 //! the ones it was checked against (the generation of
 //! [`super::production::ProductionKeys`]), so a reload that revokes a key
@@ -12,14 +12,9 @@
 //! from how long a comparison took. This module must not decide whether a
 //! key is valid: it only remembers what `ProductionKeys` decided.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError};
 
 use super::Principal;
-
-/// The memo of the connection a request came on: the server puts one on
-/// every request of a connection (a test driving the router directly may not).
-#[derive(Debug, Clone, Default)]
-pub struct ConnectionKeyMemo(pub Arc<KeyMemo>);
 
 /// One connection's memo.
 #[derive(Debug, Default)]

@@ -13,8 +13,14 @@ pub mod production;
 pub mod sandbox;
 
 use std::fmt;
+use std::sync::Arc;
 
+use axum::http::HeaderName;
 use serde::{Deserialize, Serialize};
+
+/// The header a key travels in. A name made once: finding a header by a
+/// string parses the string on every request.
+pub const API_KEY_HEADER: HeaderName = HeaderName::from_static("x-api-key");
 
 /// The scopes of the specification, one per endpoint family.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -116,8 +122,9 @@ pub enum KeyKind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Principal {
     pub kind: KeyKind,
-    /// A stable, non-secret id of the key (for rate limits and logs).
-    pub key_id: String,
+    /// A stable, non-secret id of the key (for rate limits and logs),
+    /// shared: a principal is cloned on every request.
+    pub key_id: Arc<str>,
     pub scopes: Scopes,
     /// Requests per minute.
     pub rate_limit: u32,
@@ -133,12 +140,13 @@ pub fn sha256_hex(secret: &str) -> String {
 /// per-byte formatting.
 pub fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut text = String::with_capacity(bytes.len() * 2);
-    for byte in bytes {
-        text.push(char::from(DIGITS[usize::from(byte >> 4)]));
-        text.push(char::from(DIGITS[usize::from(byte & 0x0f)]));
+    let mut text = vec![0_u8; bytes.len() * 2];
+    for (pair, byte) in text.chunks_exact_mut(2).zip(bytes) {
+        pair[0] = DIGITS[usize::from(byte >> 4)];
+        pair[1] = DIGITS[usize::from(byte & 0x0f)];
     }
-    text
+    // Only digits were written, so this is never the empty default.
+    String::from_utf8(text).unwrap_or_default()
 }
 
 /// Random bytes from the operating system.

@@ -225,7 +225,7 @@ fn stored_key(record: &ApiKeyRecord) -> Result<StoredKey, KeyStoreError> {
 fn principal_of(key: &StoredKey) -> Option<Principal> {
     (!key.revoked).then(|| Principal {
         kind: KeyKind::Production,
-        key_id: key.key_id.clone(),
+        key_id: key.key_id.as_str().into(),
         scopes: key.scopes,
         rate_limit: key.rate_limit,
     })

@@ -136,7 +136,7 @@ impl SandboxKeys {
         }
         Ok(Principal {
             kind: KeyKind::Sandbox,
-            key_id: format!("sandbox_{nonce}"),
+            key_id: format!("sandbox_{nonce}").into(),
             scopes: Scopes::all(),
             rate_limit: self.rate_limit,
         })

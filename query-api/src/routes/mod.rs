@@ -24,13 +24,13 @@ mod signing_keys;
 mod snapshots;
 mod verify;
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{ConnectInfo, FromRef, FromRequestParts, Request};
+use axum::extract::{FromRef, FromRequestParts, Request};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -41,6 +41,7 @@ use utoipa_axum::routes;
 
 use crate::app::App;
 use crate::config::Environment;
+use crate::connection::Connection;
 use crate::errors::ApiError;
 
 /// Largest request body accepted (sandbox registration is the only body).
@@ -144,9 +145,6 @@ pub(crate) fn body_problem(rejection: &BytesRejection) -> ApiError {
 /// A JSON response from bytes that are already JSON.
 pub(crate) fn json(status: StatusCode, body: Vec<u8>) -> Response {
     let mut response = (status, body).into_response();
-    // Room for the dozen headers the access guard and the edge add, so the
-    // map is sized once rather than grown twice.
-    response.headers_mut().reserve(16);
     response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     response
 }
@@ -199,7 +197,7 @@ where
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<ClientAddress, Self::Rejection> {
         let app = Arc::<App>::from_ref(state);
-        let peer = parts.extensions.get::<ConnectInfo<SocketAddr>>().map(|ConnectInfo(address)| address.ip());
+        let peer = parts.extensions.get::<Connection>().map(|connection| connection.peer.ip());
         let forwarded = app.settings.trust_x_forwarded_for.then(|| last_forwarded_for(&parts.headers)).flatten();
         Ok(ClientAddress(forwarded.or(peer).map_or_else(|| "unknown".to_owned(), |address| address.to_string())))
     }

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use axum::extract::{ConnectInfo, Request};
+use axum::extract::Request;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
@@ -29,7 +29,7 @@ use tokio::net::TcpListener;
 use tower::ServiceExt as _;
 
 use crate::app::App;
-use crate::keys::memo::ConnectionKeyMemo;
+use crate::connection::Connection;
 use crate::routes::router;
 use connection_limits::ConnectionLimits;
 
@@ -70,10 +70,9 @@ pub async fn run(
                 continue;
             }
         };
-        let key_memo = ConnectionKeyMemo::default();
+        let connection = Connection { peer, key_memo: Arc::default() };
         let service = router.clone().map_request(move |mut request: Request<Incoming>| {
-            request.extensions_mut().insert(ConnectInfo(peer));
-            request.extensions_mut().insert(key_memo.clone());
+            request.extensions_mut().insert(connection.clone());
             request
         });
         let connection = graceful.watch(http.serve_connection(TokioIo::new(stream), TowerToHyperService::new(service)));
