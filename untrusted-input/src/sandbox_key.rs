@@ -29,7 +29,7 @@ pub fn check(input: &[u8]) {
         signature.len() == 64 && signature.bytes().all(|byte| byte.is_ascii_digit() || (b'a'..=b'f').contains(&byte)),
         "a verified key's signature is not lowercase hex: {key:?}"
     );
-    assert_eq!(principal.key_id, format!("sandbox_{nonce}"));
+    assert_eq!(*principal.key_id, format!("sandbox_{nonce}"));
     assert_eq!(keys().verify(&key, expires_at), Err(SandboxKeyError::Expired), "a key outlives its expiry");
 }
 
