@@ -21,11 +21,17 @@ use crate::keys::{KeyKind, Principal, Scope};
 use crate::rate_limit::RateDecision;
 
 /// What a keyed request presents: its `x-api-key`, and the key memo of the
-/// connection it came on.
-#[derive(Debug)]
+/// connection it came on. Its `Debug` output says whether there is a key,
+/// never the key.
 pub struct Credentials {
     key: Option<HeaderValue>,
     memo: Option<Arc<KeyMemo>>,
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.debug_struct("Credentials").field("presents_a_key", &self.present_a_key()).finish_non_exhaustive()
+    }
 }
 
 impl<S: Send + Sync> FromRequestParts<S> for Credentials {

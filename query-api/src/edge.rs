@@ -27,7 +27,6 @@ use tracing::Instrument;
 use crate::conditional::Conditions;
 use crate::metrics::{Metrics, RouteSeries};
 use crate::request_tracing::{self, REQUEST_ID_HEADER};
-use crate::routes::MAX_BODY_BYTES;
 use crate::{cross_origin, request_timeout};
 
 /// Wraps each route of the public router in an [`Edge`].
@@ -40,11 +39,12 @@ pub struct EdgeLayer {
 struct EdgeSettings {
     metrics: Arc<Metrics>,
     request_timeout: Duration,
+    max_body_bytes: usize,
 }
 
 impl EdgeLayer {
-    pub fn new(metrics: Arc<Metrics>, request_timeout: Duration) -> EdgeLayer {
-        EdgeLayer { settings: Arc::new(EdgeSettings { metrics, request_timeout }) }
+    pub fn new(metrics: Arc<Metrics>, request_timeout: Duration, max_body_bytes: usize) -> EdgeLayer {
+        EdgeLayer { settings: Arc::new(EdgeSettings { metrics, request_timeout, max_body_bytes }) }
     }
 }
 
@@ -101,7 +101,7 @@ where
             let conditions = Conditions::of(&request);
             // Only a request that may carry a body pays for its limit.
             if request.method() != Method::GET {
-                DefaultBodyLimit::max(MAX_BODY_BYTES).apply(&mut request);
+                DefaultBodyLimit::max(settings.max_body_bytes).apply(&mut request);
             }
             // Pinned where they are made: the futures are large, and each
             // wrapper would otherwise move the one inside it.

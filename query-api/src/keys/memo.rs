@@ -2,9 +2,10 @@
 //! client sending many requests over one connection pays for hashing and
 //! finding its key once, not on every request.
 //!
-//! A memo belongs to one connection (`crate::connection`) and ends with it: no table of the
-//! process holds keys as presented. It holds only while the active keys are
-//! the ones it was checked against (the generation of
+//! A memo belongs to one connection (`crate::connection`) and ends with
+//! it: no table of the process holds keys as presented, and no `Debug`
+//! output shows one. It holds only while the active keys are the ones it
+//! was checked against (the generation of
 //! [`super::production::ProductionKeys`]), so a reload that revokes a key
 //! voids every memo at once. Behind a balancer one upstream connection
 //! carries many clients' requests, so a presented key is compared with the
@@ -17,10 +18,15 @@ use std::sync::{Mutex, PoisonError};
 use super::Principal;
 
 /// One connection's memo.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct KeyMemo(Mutex<Option<Remembered>>);
 
-#[derive(Debug)]
+impl std::fmt::Debug for KeyMemo {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.debug_struct("KeyMemo").finish_non_exhaustive()
+    }
+}
+
 struct Remembered {
     key: Box<[u8]>,
     generation: u64,
@@ -72,5 +78,6 @@ mod tests {
         memo.remember(b"lcc_live_b", 2, &principal("live_b"));
         assert_eq!(memo.recall(b"lcc_live_a", 2), None, "only the last key is remembered");
         assert_eq!(memo.recall(b"lcc_live_b", 2), Some(principal("live_b")));
+        assert!(!format!("{memo:?}").contains("lcc_live"), "{memo:?}");
     }
 }

@@ -97,7 +97,8 @@ impl FromRef<RouterState> for openapi::ServedDocument {
 pub fn router(app: Arc<App>) -> Router {
     let (api, description) = described_endpoints().split_for_parts();
     let openapi = openapi::ServedDocument::of(description, &app.settings);
-    let edge = crate::edge::EdgeLayer::new(Arc::clone(&app.metrics), app.settings.connections.request_timeout);
+    let edge =
+        crate::edge::EdgeLayer::new(Arc::clone(&app.metrics), app.settings.connections.request_timeout, MAX_BODY_BYTES);
     let mut router = api;
     if app.settings.environment != Environment::Production {
         router = router.merge(docs::router());
