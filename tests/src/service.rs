@@ -179,12 +179,15 @@ pub fn metric(admin: &str, series: &str) -> u64 {
     line.rsplit(' ').next().and_then(|value| value.parse().ok()).unwrap_or(0)
 }
 
+/// Events the projector whose admin listener is `admin` has committed with
+/// `outcome` (`applied`, `skipped_duplicate` or `parked`).
+pub fn events_committed(admin: &str, outcome: &str) -> u64 {
+    metric(admin, &format!("lcc_projector_events_total{{outcome=\"{outcome}\"}} "))
+}
+
 /// Events committed by the projector whose admin listener is `admin`, whatever their outcome.
 pub fn committed_events(admin: &str) -> u64 {
-    ["applied", "skipped_duplicate", "parked"]
-        .iter()
-        .map(|outcome| metric(admin, &format!("lcc_projector_events_total{{outcome=\"{outcome}\"}}")))
-        .sum()
+    ["applied", "skipped_duplicate", "parked"].iter().map(|outcome| events_committed(admin, outcome)).sum()
 }
 
 /// Follows the change feed until a page says it is caught up: over the CQL

@@ -17,8 +17,8 @@ use end_to_end_tests::kafka::{
     wait_until_caught_up,
 };
 use end_to_end_tests::{
-    ProjectedStream, assert_same_documents, dump_documents, generate_and_project, http, metric, sigkill_after,
-    spawn_listening, summary_of,
+    ProjectedStream, assert_same_documents, dump_documents, events_committed, generate_and_project, http, metric,
+    sigkill_after, spawn_listening, summary_of,
 };
 use projector::generate::Random;
 
@@ -222,9 +222,4 @@ fn wait_until_every_event_is_applied_once(admin: &str, applied: u64) {
     }
     wait_until_caught_up(admin, 18);
     assert_eq!(events_committed(admin, "applied"), applied, "no event is applied twice");
-}
-
-/// Events the projector at `admin` has committed with `outcome`.
-fn events_committed(admin: &str, outcome: &str) -> u64 {
-    metric(admin, &format!("lcc_projector_events_total{{outcome=\"{outcome}\"}} "))
 }
