@@ -1,4 +1,5 @@
-//! What every binary of the service shares for operators: how it logs, the
+//! What every binary of the service shares for operators: how it logs (and
+//! keeps a command's status line on a terminal apart from its log), the
 //! routes of its admin listener (`/metrics`, `/healthz`, `/readyz`), the
 //! line that says where its listeners are bound, and the signal to stop.
 //!
@@ -10,3 +11,4 @@ pub mod admin;
 pub mod listening;
 pub mod logging;
 pub mod shutdown;
+pub mod status_line;

@@ -1,7 +1,8 @@
 //! A rebuild shows its progress: on a terminal (a real pseudo-terminal, from
 //! util-linux's `script`) a line rewritten in place that ends with every
-//! event of the source and none left; elsewhere log lines, and the metrics
-//! (rate, events and time left) on its admin listener while it follows.
+//! event of the source and none left, with log lines kept off it; elsewhere
+//! log lines, and the metrics (rate, events and time left) on its admin
+//! listener while it follows.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -10,6 +11,9 @@ use end_to_end_tests::{KillOnDrop, avro_files_in, binary, committed_events, http
 use projector::generate::{GenerateOptions, generate};
 use projector::run_progress::grouped;
 use projector::source::record_count::records_in;
+
+/// How a terminal's line is cleared before it is drawn again.
+const CLEAR_LINE: &str = "\r\x1b[2K";
 
 /// The value of the unlabelled series `name` on the admin listener `admin`, if it is exported.
 fn gauge(admin: &str, name: &str) -> Option<f64> {
@@ -35,25 +39,45 @@ fn a_rebuild_shows_its_progress_on_a_terminal_in_its_log_and_in_its_metrics() {
     assert_eq!(counted, manifest.events as u64, "the generator's manifest agrees");
     let total = format!("{} events in", grouped(counted));
 
-    // On a terminal: the line is rewritten in place and ends with every event and none left.
+    // On a terminal: the line is rewritten in place; the log line of the
+    // shutdown request, written while the line shows, takes a line of its own
+    // above it; the last line ends with every event and none left.
     let data = directory.path().join("data");
     let rebuild = format!(
-        "{} rebuild --into 2 --data-dir {} --source file://{} --exit-when-caught-up --admin-listen 127.0.0.1:0",
+        "exec {} rebuild --into 2 --data-dir {} --source file://{} --admin-listen 127.0.0.1:0",
         binary("projector").display(),
         data.display(),
         events.display()
     );
-    let output = Command::new("script")
+    let terminal_output = directory.path().join("terminal");
+    let script = Command::new("script")
         .args(["--quiet", "--return", "--command", &rebuild, "/dev/null"])
-        .env("RUST_LOG", "warn")
+        .env("RUST_LOG", "info")
         .stdin(Stdio::null())
-        .output()
+        .stdout(Stdio::from(std::fs::File::create(&terminal_output).expect("a file")))
+        .spawn()
         .expect("util-linux's script runs");
-    let terminal = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "the rebuild failed on a terminal: {terminal}");
+    let mut script = KillOnDrop(script);
+    let terminal = || String::from_utf8_lossy(&std::fs::read(&terminal_output).expect("the output")).into_owned();
+    let caught_up = format!("rebuilding model version 2: {total}");
+    let started = Instant::now();
+    while !terminal().rsplit(CLEAR_LINE).next().is_some_and(|shown| shown.starts_with(&caught_up)) {
+        assert!(started.elapsed() < Duration::from_secs(120), "no line showed every event: {:?}", terminal());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // `exec` made the projector the shell that script started.
+    let children = std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", script.0.id())).expect("children");
+    let projector = children.split_whitespace().next().expect("the projector's process id");
+    assert!(Command::new("kill").args(["-TERM", projector]).status().expect("kill").success());
+    let exited = script.0.wait().expect("script exits");
+    let terminal = terminal();
+    assert!(exited.success(), "the rebuild failed on a terminal: {terminal}");
+    // What a terminal shows of each line: what follows its last clearing.
+    let shown: Vec<&str> = terminal.lines().map(|line| line.rsplit(CLEAR_LINE).next().unwrap_or(line)).collect();
+    let request = shown.iter().find(|line| line.contains("shutdown requested")).expect("the shutdown's log line");
+    assert!(!request.contains("rebuilding model version"), "a log line broke the status line: {terminal:?}");
     // The totals follow on standard output, through the same terminal.
-    let rewritten = terminal.split("\r\x1b[2K").last().expect("a rewritten line");
-    let last = rewritten.lines().next().unwrap_or_default().trim_end();
+    let last = shown.iter().rfind(|line| line.contains("rebuild into model version 2 ended: ")).expect("a last line");
     assert!(last.starts_with("rebuild into model version 2 ended: "), "{terminal:?}");
     assert!(last.contains(&total) && last.ends_with(", none left to read"), "{last}");
     eprintln!("the last line on the terminal: {last}");

@@ -91,15 +91,14 @@ async fn show_progress(progress: Arc<RunProgress>, version: ModelVersion, mut fi
         }
         let line = progress.report().line();
         if terminal {
-            // Back to the start of the line and clear it: the line is rewritten in place.
-            eprint!("\r\x1b[2Krebuilding model version {version}: {line}");
+            telemetry::status_line::show(&format!("rebuilding model version {version}: {line}"));
         } else {
             tracing::info!(%version, "rebuild progress: {line}");
         }
     }
     let line = progress.report().line();
     if terminal {
-        eprintln!("\r\x1b[2Krebuild into model version {version} ended: {line}");
+        telemetry::status_line::finish(&format!("rebuild into model version {version} ended: {line}"));
     } else {
         tracing::info!(%version, "rebuild ended: {line}");
     }
