@@ -13,6 +13,7 @@ use scylla::client::session::Session;
 use scylla::deserialize::row::DeserializeRow;
 use scylla::response::query_result::QueryResult;
 use scylla::serialize::row::SerializeRow;
+use scylla::statement::batch::{Batch, BatchType};
 use scylla::statement::prepared::PreparedStatement;
 use scylla::statement::unprepared::Statement;
 
@@ -23,6 +24,9 @@ use crate::store::StoreError;
 /// Requests one batch keeps in flight at once: enough to hide round trips,
 /// few enough not to queue behind each other on a node's shards.
 const WRITES_IN_FLIGHT: usize = 256;
+
+/// The most writes to one partition sent as one batch.
+const WRITES_PER_BATCH: usize = 64;
 
 /// Point reads a projector batch keeps in flight at once.
 const READS_IN_FLIGHT: usize = 128;
@@ -115,15 +119,57 @@ where
     typed.collect::<Result<Vec<R>, _>>().map_err(|error| corrupt(context, error))
 }
 
-/// A write of `statement` with `values`, as a request to queue with others.
-pub(super) fn write_request<'a>(
+/// A statement's values, boxed so that writes of different statements share
+/// one batch.
+pub(super) type BoundValues<'a> = Box<dyn SerializeRow + Send + Sync + 'a>;
+
+/// Queues `writes` as requests: one each, or, when they share one partition
+/// (`together`), one unlogged batch of up to [`WRITES_PER_BATCH`]. A batch
+/// of one partition costs the node about what one of its writes costs, and
+/// neither Cassandra's nor ScyllaDB's batch size limits apply to it.
+pub(super) fn write_requests<'a>(
     session: &'a Session,
     statements: &'a Prepared<ModelStatement>,
-    statement: ModelStatement,
-    values: impl SerializeRow + Send + 'a,
+    writes: Vec<(ModelStatement, BoundValues<'a>)>,
+    together: bool,
+    requests: &mut Vec<Request<'a>>,
+) -> Result<(), StoreError> {
+    let mut writes = writes.into_iter().peekable();
+    while writes.peek().is_some() {
+        let chunk: Vec<(ModelStatement, BoundValues<'a>)> =
+            writes.by_ref().take(if together { WRITES_PER_BATCH } else { 1 }).collect();
+        requests.push(match <[_; 1]>::try_from(chunk) {
+            Ok([(statement, values)]) => {
+                let prepared = statements.get(statement)?;
+                async move { execute(session, prepared, values).await.map(drop) }.boxed()
+            }
+            Err(chunk) => batch_request(session, statements, chunk)?,
+        });
+    }
+    Ok(())
+}
+
+/// One unlogged batch of writes to one partition.
+fn batch_request<'a>(
+    session: &'a Session,
+    statements: &'a Prepared<ModelStatement>,
+    writes: Vec<(ModelStatement, BoundValues<'a>)>,
 ) -> Result<Request<'a>, StoreError> {
-    let prepared = statements.get(statement)?;
-    Ok(async move { execute(session, prepared, values).await.map(drop) }.boxed())
+    let mut batch = Batch::new(BatchType::Unlogged);
+    let mut values = Vec::with_capacity(writes.len());
+    for (statement, bound) in writes {
+        batch.append_statement(statements.get(statement)?.statement.clone());
+        values.push(bound);
+    }
+    batch.set_is_idempotent(true);
+    Ok(async move {
+        session
+            .batch(&batch, values)
+            .await
+            .map(drop)
+            .map_err(|error| execution_failed("a batch of writes failed", &error))
+    }
+    .boxed())
 }
 
 /// A request, boxed so that requests of different shapes share one queue.

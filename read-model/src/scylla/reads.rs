@@ -1,5 +1,9 @@
 //! Every read of a model version: one partition per lookup, and for a bulk
-//! page one partition of counts plus one or two bucket partitions.
+//! page one partition of counts plus one or two bucket partitions. The
+//! projector's reads of its aggregate states are the one exception: up to
+//! [`AGGREGATES_PER_READ`] partitions to a request.
+
+use std::collections::HashMap;
 
 use futures_util::FutureExt;
 use scylla::client::session::Session;
@@ -15,6 +19,11 @@ use crate::store::{
     AggregateKey, Body, BulkKey, BulkPage, Checkpoint, IdentifierKind, PartyReferrer, StoreError, StoredAggregate,
 };
 use crate::stored_bodies;
+
+/// The most aggregate states one request reads: ScyllaDB refuses a query
+/// that restricts more partition keys than its
+/// `max_partition_key_restrictions_per_query` (100 by default).
+pub(super) const AGGREGATES_PER_READ: usize = 100;
 
 /// The statements of one model version, with the session that runs them.
 #[derive(Debug, Clone, Copy)]
@@ -108,20 +117,33 @@ impl VersionReads<'_> {
         Ok(rows.into_iter().map(|(body,)| body).collect())
     }
 
+    /// States in the order of `keys`, read [`AGGREGATES_PER_READ`] of one
+    /// topic to a request: a projector batch reads tens of thousands of
+    /// states, and one request per state spent most of a node's time on
+    /// requests rather than on reading (the node answers the partitions of
+    /// one request in one pass).
     pub(super) async fn aggregates(&self, keys: &[AggregateKey]) -> Result<Vec<Option<StoredAggregate>>, StoreError> {
-        let statement = self.statements.get(ModelStatement::SelectAggregate)?;
-        let requests = keys
+        let statement = self.statements.get(ModelStatement::SelectAggregates)?;
+        let mut by_topic: HashMap<&str, Vec<&str>> = HashMap::new();
+        for key in keys {
+            by_topic.entry(key.topic.as_str()).or_default().push(key.id.as_str());
+        }
+        let requests = by_topic
             .iter()
-            .map(|key| {
+            .flat_map(|(topic, ids)| ids.chunks(AGGREGATES_PER_READ).map(move |ids| (*topic, ids)))
+            .map(|(topic, ids)| {
                 async move {
-                    let rows: Vec<(i64, Vec<u8>)> =
-                        select(self.session, statement, (key.topic.as_str(), key.id.as_str())).await?;
-                    rows.into_iter().next().map(row_mapping::stored_aggregate).transpose()
+                    let rows: Vec<(String, i64, Vec<u8>)> = select(self.session, statement, (topic, ids)).await?;
+                    rows.into_iter()
+                        .map(|(id, version, state)| Ok(((topic, id), row_mapping::stored_aggregate((version, state))?)))
+                        .collect::<Result<Vec<_>, StoreError>>()
                 }
                 .boxed()
             })
             .collect();
-        read_concurrently(requests).await
+        let found: HashMap<(&str, String), StoredAggregate> =
+            read_concurrently(requests).await?.into_iter().flatten().collect();
+        Ok(keys.iter().map(|key| found.get(&(key.topic.as_str(), key.id.clone())).cloned()).collect())
     }
 
     pub(super) async fn party_referrers(

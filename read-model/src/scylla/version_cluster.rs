@@ -1,14 +1,18 @@
 //! The write protocol's [`Cluster`] on a real cluster: each [`Mutation`]
-//! becomes its prepared statement, a phase runs concurrently, and the
+//! becomes its prepared statement, a phase runs concurrently (the writes of
+//! one phase to one shared partition as one unlogged batch), and the
 //! protocol's reads are the version's prepared reads.
 //!
 //! It must not decide what is written or when: `write_protocol` does.
 
+use std::collections::HashMap;
+
 use async_trait::async_trait;
 use futures_util::FutureExt;
 use scylla::client::session::Session;
+use scylla::serialize::row::SerializeRow;
 
-use super::execution::{Prepared, Request, read_concurrently, run_concurrently, select, write_request};
+use super::execution::{BoundValues, Prepared, read_concurrently, run_concurrently, select, write_requests};
 use super::reads::VersionReads;
 use super::statements::{FIXTURES_PARTITION, ModelStatement};
 use super::write_protocol::mutation::BulkBucket;
@@ -31,91 +35,96 @@ impl<'a> VersionCluster<'a> {
         VersionReads { session: self.session, statements: self.statements }
     }
 
-    /// The statement that applies `mutation`, with its values.
-    fn request<'m>(&self, mutation: Mutation<'m>) -> Result<Request<'m>, StoreError>
-    where
-        'a: 'm,
-    {
-        let (session, statements, statement) = (self.session, self.statements, statement(&mutation));
+    /// The values that `mutation`'s statement binds.
+    fn values<'m>(mutation: Mutation<'m>) -> Result<BoundValues<'m>, StoreError> {
         match mutation {
             Mutation::Document { kind, key, body: Some(body), timestamp } => {
                 let body = stored_bodies::compress(BodyKind::of_document(kind), body)?;
-                write_request(session, statements, statement, (key, body, timestamp))
+                bind((key, body, timestamp))
             }
-            Mutation::Document { key, body: None, timestamp, .. } => {
-                write_request(session, statements, statement, (timestamp, key))
-            }
+            Mutation::Document { key, body: None, timestamp, .. } => bind((timestamp, key)),
             Mutation::Provenance { row, timestamp } => {
                 let version = i64::try_from(row.aggregate_version).unwrap_or(i64::MAX);
                 let body = stored_bodies::compress(BodyKind::Provenance, &row.body)?;
                 let values = (&row.lcc_id, row.recorded_at, &row.topic, version, body, timestamp);
-                write_request(session, statements, statement, values)
+                bind(values)
             }
             Mutation::Identifier { kind, code, lcc_id, present, timestamp } => {
                 let key = (kind.code(), code, Audience::of(lcc_id).code(), lcc_id);
                 if present {
-                    write_request(session, statements, statement, (key.0, key.1, key.2, key.3, timestamp))
+                    bind((key.0, key.1, key.2, key.3, timestamp))
                 } else {
-                    write_request(session, statements, statement, (timestamp, key.0, key.1, key.2, key.3))
+                    bind((timestamp, key.0, key.1, key.2, key.3))
                 }
             }
-            Mutation::Fixture { key, body: Some(body), timestamp } => {
-                write_request(session, statements, statement, (FIXTURES_PARTITION, key, body, timestamp))
-            }
-            Mutation::Fixture { key, body: None, timestamp } => {
-                write_request(session, statements, statement, (timestamp, FIXTURES_PARTITION, key))
-            }
+            Mutation::Fixture { key, body: Some(body), timestamp } => bind((FIXTURES_PARTITION, key, body, timestamp)),
+            Mutation::Fixture { key, body: None, timestamp } => bind((timestamp, FIXTURES_PARTITION, key)),
             Mutation::BulkRow { bucket, lcc_id, body: Some(body), timestamp } => {
                 let body = stored_bodies::compress(BodyKind::BulkRow, body)?;
                 let values = (bucket.audience.code(), bucket.bucket, lcc_id, body, timestamp);
-                write_request(session, statements, statement, values)
+                bind(values)
             }
             Mutation::BulkRow { bucket, lcc_id, body: None, timestamp } => {
                 let values = (timestamp, bucket.audience.code(), bucket.bucket, lcc_id);
-                write_request(session, statements, statement, values)
+                bind(values)
             }
             Mutation::Change { lcc_id, day, sequence, body, timestamp } => {
                 // A change's version is the row's write version, its timestamp.
                 let body = body.map(|body| stored_bodies::compress(BodyKind::BulkRow, body)).transpose()?;
                 let values = (Audience::of(lcc_id).code(), day, sequence, lcc_id, timestamp, body, timestamp);
-                write_request(session, statements, statement, values)
+                bind(values)
             }
             Mutation::ChangeHead { lcc_id, sequence, timestamp } => {
                 let values = (lcc_id, Audience::of(lcc_id).code(), sequence, timestamp);
-                write_request(session, statements, statement, values)
+                bind(values)
             }
-            Mutation::ChangeDay { audience, day, timestamp } => {
-                write_request(session, statements, statement, (audience.code(), day, timestamp))
-            }
+            Mutation::ChangeDay { audience, day, timestamp } => bind((audience.code(), day, timestamp)),
             Mutation::PartyReference { party_id, referrer, present, timestamp } => {
                 let (kind, id) = referrer.columns();
-                if present {
-                    write_request(session, statements, statement, (party_id, kind, id, timestamp))
-                } else {
-                    write_request(session, statements, statement, (timestamp, party_id, kind, id))
-                }
+                if present { bind((party_id, kind, id, timestamp)) } else { bind((timestamp, party_id, kind, id)) }
             }
             Mutation::Aggregate { key, version, state, timestamp } => {
                 let state = stored_bodies::compress(BodyKind::AggregateState, state)?;
                 let values = (&key.topic, &key.id, version, state, timestamp);
-                write_request(session, statements, statement, values)
+                bind(values)
             }
             Mutation::Checkpoint { checkpoint, timestamp } => {
                 let values =
                     (&checkpoint.source, &checkpoint.stream, checkpoint.partition, checkpoint.next_offset, timestamp);
-                write_request(session, statements, statement, values)
+                bind(values)
             }
             Mutation::BucketMark { bucket, timestamp } => {
                 let values = (bucket.audience.code(), bucket.bucket, timestamp / 1_000, timestamp);
-                write_request(session, statements, statement, values)
+                bind(values)
             }
-            Mutation::ClearBucketMark { bucket, timestamp } => {
-                write_request(session, statements, statement, (timestamp, bucket.audience.code(), bucket.bucket))
-            }
+            Mutation::ClearBucketMark { bucket, timestamp } => bind((timestamp, bucket.audience.code(), bucket.bucket)),
             Mutation::BucketCount { bucket, rows, timestamp } => {
                 let values = (bucket.audience.code(), bucket.bucket, rows, timestamp);
-                write_request(session, statements, statement, values)
+                bind(values)
             }
+        }
+    }
+}
+
+/// `values` as a statement's bound values.
+fn bind<'m>(values: impl SerializeRow + Send + Sync + 'm) -> Result<BoundValues<'m>, StoreError> {
+    Ok(Box::new(values))
+}
+
+impl<'m> Mutation<'m> {
+    /// The partition key of the mutation's row when it is one text column
+    /// that other mutations' rows may share: a work's documents, provenance
+    /// and feed head are keyed by its lccId alone (the same key in every
+    /// table, so the same replicas, and for Cassandra one mutation of the
+    /// keyspace), and a party's references by its id. Such writes of one
+    /// phase go to the cluster together, as one unlogged batch.
+    fn shared_partition(&self) -> Option<&'m str> {
+        match self {
+            Mutation::Document { key, .. } => Some(key),
+            Mutation::Provenance { row, .. } => Some(&row.lcc_id),
+            Mutation::ChangeHead { lcc_id, .. } => Some(lcc_id),
+            Mutation::PartyReference { party_id, .. } => Some(party_id),
+            _ => None,
         }
     }
 }
@@ -149,7 +158,15 @@ fn statement(mutation: &Mutation<'_>) -> ModelStatement {
 #[async_trait]
 impl Cluster for VersionCluster<'_> {
     async fn apply(&self, phase: Vec<Mutation<'_>>) -> Result<(), StoreError> {
-        let requests = phase.into_iter().map(|mutation| self.request(mutation)).collect::<Result<Vec<_>, _>>()?;
+        let mut by_partition: HashMap<Option<&str>, Vec<(ModelStatement, BoundValues<'_>)>> = HashMap::new();
+        for mutation in phase {
+            let write = (statement(&mutation), mutation.shared_partition());
+            by_partition.entry(write.1).or_default().push((write.0, Self::values(mutation)?));
+        }
+        let mut requests = Vec::new();
+        for (partition, writes) in by_partition {
+            write_requests(self.session, self.statements, writes, partition.is_some(), &mut requests)?;
+        }
         run_concurrently(requests).await
     }
 

@@ -65,7 +65,7 @@ model_statements!(
     SelectFixtures,
     UpsertFixture,
     DeleteFixture,
-    SelectAggregate,
+    SelectAggregates,
     UpsertAggregate,
     SelectPartyReferrers,
     InsertPartyReference,
@@ -212,8 +212,8 @@ impl ModelStatement {
             DeleteFixture => {
                 format!("DELETE FROM {keyspace}.sandbox_fixtures USING TIMESTAMP ? WHERE catalogue = ? AND id = ?")
             }
-            SelectAggregate => {
-                format!("SELECT version, state FROM {keyspace}.aggregates WHERE topic = ? AND id = ?")
+            SelectAggregates => {
+                format!("SELECT id, version, state FROM {keyspace}.aggregates WHERE topic = ? AND id IN ?")
             }
             UpsertAggregate => format!(
                 "INSERT INTO {keyspace}.aggregates (topic, id, version, state) VALUES (?, ?, ?, ?) USING TIMESTAMP ?"
