@@ -9,7 +9,8 @@
 #
 # Defaults: 1 node, 50,000 works (about 260,000 events), 3 rounds of 20 s per
 # server, 64 connections. The Cassandra nodes listen on 127.0.0.11 and the
-# addresses after it, so a run's test node on 127.0.0.1 may keep running.
+# addresses after it, so a run's test node on 127.0.0.1 may keep running;
+# each has a 4 GiB heap (CASSANDRA_HEAP_MB, see scripts/cassandra.sh).
 # The engines, wrk, the service and the ceiling share the machine's cores.
 # Nothing asserts on the figures.
 set -euo pipefail
@@ -36,7 +37,7 @@ query_api=target/release/query-api
 bare=target/release/examples/bare_consumer
 
 echo "starting $nodes Cassandra node(s) and a Kafka broker" >&2
-cassandra=$(scripts/cassandra.sh start "$work_directory/cassandra" "$nodes" 11)
+cassandra=$(CASSANDRA_HEAP_MB="${CASSANDRA_HEAP_MB:-4096}" scripts/cassandra.sh start "$work_directory/cassandra" "$nodes" 11)
 bootstrap=$(scripts/kafka.sh start "$work_directory/broker")
 store=(--store scylla --scylla-nodes "$cassandra" --scylla-keyspace bench
     --scylla-replication-factor "$((nodes < 3 ? nodes : 3))" --data-dir "$work_directory/data")

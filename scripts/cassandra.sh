@@ -13,6 +13,12 @@
 #   scripts/cassandra.sh kill DIR N          kill node N at once (SIGKILL)
 #   scripts/cassandra.sh restart DIR N       start node N again on its data, ready for CQL
 #
+# Nodes are sized for tests (a 768 MiB heap, 64 MiB of memtables and of
+# commit log); CASSANDRA_HEAP_MB=4096 sizes them for a benchmark (a quarter
+# of the heap for memtables, as much again for the commit log), since with
+# test sizes a node flushes and compacts all the time once a keyspace
+# holds a few hundred thousand rows.
+#
 # Each node keeps its data, its log (`DIR/node-N/system.log`), its audit log
 # of the statements it executed (`DIR/node-N/audit.log`, with
 # CASSANDRA_AUDIT=yes) and its pid file under DIR/node-N; a node that does
@@ -27,9 +33,11 @@ engine=Cassandra log_name=system.log ready_line="Starting listening for CQL clie
 source scripts/engine-nodes.sh
 library=$(scripts/install-engines.sh | sed -n 's/^CASSANDRA_LIB=//p')
 
+heap_mb="${CASSANDRA_HEAP_MB:-768}"
+memtable_mb=$((heap_mb >= 2048 ? heap_mb / 4 : 64))
 # The module exports and opens Cassandra needs on Java 17 (its conf/jvm17-server.options).
 java_options=(
-    -Xms256m -Xmx768m -XX:+UseG1GC -XX:ParallelGCThreads=1 -XX:ConcGCThreads=1 -XX:+ExitOnOutOfMemoryError
+    -Xms256m "-Xmx${heap_mb}m" -XX:+UseG1GC -XX:ParallelGCThreads=1 -XX:ConcGCThreads=1 -XX:+ExitOnOutOfMemoryError
     -Djava.net.preferIPv4Stack=true -Djdk.attach.allowAttachSelf=true -Dio.netty.tryReflectionSetAccessible=true
     -Dcassandra-foreground=yes -Dcassandra.skip_wait_for_gossip_to_settle=0 -Dcassandra.ring_delay_ms=1000
     -Dcassandra.consistent.rangemovement=false
@@ -80,8 +88,8 @@ cdc_raw_directory: $node_directory/cdc_raw
 commitlog_sync: periodic
 commitlog_sync_period: 10000ms
 commitlog_segment_size: 8MiB
-commitlog_total_space: 64MiB
-memtable_heap_space: 64MiB
+commitlog_total_space: ${memtable_mb}MiB
+memtable_heap_space: ${memtable_mb}MiB
 read_request_timeout: 20000ms
 range_request_timeout: 20000ms
 write_request_timeout: 20000ms

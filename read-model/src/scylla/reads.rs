@@ -1,7 +1,7 @@
 //! Every read of a model version: one partition per lookup, and for a bulk
 //! page one partition of counts plus one or two bucket partitions. The
-//! projector's reads of its aggregate states are the one exception: up to
-//! [`AGGREGATES_PER_READ`] partitions to a request.
+//! projector's reads of aggregate states, of bulk rows' write times and of
+//! feed heads are the exception: up to [`KEYS_PER_READ`] keys to a request.
 
 use std::collections::HashMap;
 
@@ -20,10 +20,11 @@ use crate::store::{
 };
 use crate::stored_bodies;
 
-/// The most aggregate states one request reads: ScyllaDB refuses a query
-/// that restricts more partition keys than its
-/// `max_partition_key_restrictions_per_query` (100 by default).
-pub(super) const AGGREGATES_PER_READ: usize = 100;
+/// The most keys one listing read names: ScyllaDB refuses a query that
+/// restricts more partition or clustering keys than its
+/// `max_partition_key_restrictions_per_query` and
+/// `max_clustering_key_restrictions_per_query` (100 each by default).
+pub(super) const KEYS_PER_READ: usize = 100;
 
 /// The statements of one model version, with the session that runs them.
 #[derive(Debug, Clone, Copy)]
@@ -117,7 +118,7 @@ impl VersionReads<'_> {
         Ok(rows.into_iter().map(|(body,)| body).collect())
     }
 
-    /// States in the order of `keys`, read [`AGGREGATES_PER_READ`] of one
+    /// States in the order of `keys`, read [`KEYS_PER_READ`] of one
     /// topic to a request: a projector batch reads tens of thousands of
     /// states, and one request per state spent most of a node's time on
     /// requests rather than on reading (the node answers the partitions of
@@ -130,7 +131,7 @@ impl VersionReads<'_> {
         }
         let requests = by_topic
             .iter()
-            .flat_map(|(topic, ids)| ids.chunks(AGGREGATES_PER_READ).map(move |ids| (*topic, ids)))
+            .flat_map(|(topic, ids)| ids.chunks(KEYS_PER_READ).map(move |ids| (*topic, ids)))
             .map(|(topic, ids)| {
                 async move {
                     let rows: Vec<(String, i64, Vec<u8>)> = select(self.session, statement, (topic, ids)).await?;

@@ -5,7 +5,7 @@
 //!
 //! It must not decide what is written or when: `write_protocol` does.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use async_trait::async_trait;
 use futures_util::FutureExt;
@@ -13,7 +13,7 @@ use scylla::client::session::Session;
 use scylla::serialize::row::SerializeRow;
 
 use super::execution::{BoundValues, Prepared, read_concurrently, run_concurrently, select, write_requests};
-use super::reads::VersionReads;
+use super::reads::{KEYS_PER_READ, VersionReads};
 use super::statements::{FIXTURES_PARTITION, ModelStatement};
 use super::write_protocol::mutation::BulkBucket;
 use super::write_protocol::{Cluster, Mutation};
@@ -179,35 +179,42 @@ impl Cluster for VersionCluster<'_> {
     }
 
     async fn bulk_row_write_times(&self, lcc_ids: &[&str]) -> Result<Vec<Option<i64>>, StoreError> {
-        let statement = self.statements.get(ModelStatement::SelectBulkRowWriteTime)?;
-        let requests = lcc_ids
+        let statement = self.statements.get(ModelStatement::SelectBulkRowWriteTimes)?;
+        let mut by_bucket: HashMap<BulkBucket, Vec<&str>> = HashMap::new();
+        for &lcc_id in lcc_ids {
+            by_bucket.entry(BulkBucket::of(lcc_id)).or_default().push(lcc_id);
+        }
+        let requests = by_bucket
             .iter()
-            .map(|&lcc_id| {
+            .flat_map(|(bucket, ids)| ids.chunks(KEYS_PER_READ).map(move |ids| (*bucket, ids)))
+            .map(|(bucket, ids)| {
                 async move {
-                    let bucket = BulkBucket::of(lcc_id);
-                    let values = (bucket.audience.code(), bucket.bucket, lcc_id);
-                    let stored: Vec<(Option<i64>,)> = select(self.session, statement, values).await?;
-                    Ok(stored.into_iter().next().and_then(|(write_time,)| write_time))
+                    let values = (bucket.audience.code(), bucket.bucket, ids);
+                    let stored: Vec<(String, Option<i64>)> = select(self.session, statement, values).await?;
+                    Ok(stored)
                 }
                 .boxed()
             })
             .collect();
-        read_concurrently(requests).await
+        let found: HashMap<String, Option<i64>> = read_concurrently(requests).await?.into_iter().flatten().collect();
+        Ok(lcc_ids.iter().map(|lcc_id| found.get(*lcc_id).copied().flatten()).collect())
     }
 
     async fn have_feed_heads(&self, lcc_ids: &[&str]) -> Result<Vec<bool>, StoreError> {
-        let statement = self.statements.get(ModelStatement::SelectChangeHead)?;
+        let statement = self.statements.get(ModelStatement::SelectChangeHeads)?;
         let requests = lcc_ids
-            .iter()
-            .map(|&lcc_id| {
+            .chunks(KEYS_PER_READ)
+            .map(|ids| {
                 async move {
-                    let heads: Vec<(i64,)> = select(self.session, statement, (lcc_id,)).await?;
-                    Ok(!heads.is_empty())
+                    let heads: Vec<(String,)> = select(self.session, statement, (ids,)).await?;
+                    Ok(heads)
                 }
                 .boxed()
             })
             .collect();
-        read_concurrently(requests).await
+        let found: HashSet<String> =
+            read_concurrently(requests).await?.into_iter().flatten().map(|(lcc_id,)| lcc_id).collect();
+        Ok(lcc_ids.iter().map(|lcc_id| found.contains(*lcc_id)).collect())
     }
 
     async fn bucket_rows(&self, bucket: BulkBucket) -> Result<i64, StoreError> {

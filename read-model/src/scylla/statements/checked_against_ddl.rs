@@ -1,6 +1,6 @@
 //! Every statement checked against the committed DDL: the table exists,
-//! the columns exist, a read restricts one whole partition (the projector's
-//! read of aggregate states alone a list of them), a write names
+//! the columns exist, a read restricts one whole partition (three reads of
+//! the projector a list of them, or of a partition's rows), a write names
 //! the whole key, model writes carry a timestamp, and reads that can grow
 //! are paged.
 
@@ -80,17 +80,19 @@ fn check(text: &str, shapes: &[TableShape]) {
 fn every_model_statement_reads_or_writes_one_partition_of_a_committed_table() {
     let shapes = tables(&render(MODEL_CQL, "k", 1));
     let statements = ModelStatement::all();
-    assert_eq!(statements.len(), 5 * 3 + 43);
+    assert_eq!(statements.len(), 5 * 3 + 44);
     for statement in statements {
         check(&statement.text("k"), &shapes);
     }
 }
 
 #[test]
-fn only_the_projectors_state_reads_name_several_partitions() {
+fn only_the_projectors_reads_name_a_list_of_keys() {
     let listing: Vec<ModelStatement> =
         ModelStatement::all().into_iter().filter(|statement| statement.text("k").contains(" IN ?")).collect();
-    assert_eq!(listing, [ModelStatement::SelectAggregates]);
+    let projectors =
+        [ModelStatement::SelectBulkRowWriteTimes, ModelStatement::SelectAggregates, ModelStatement::SelectChangeHeads];
+    assert_eq!(listing, projectors);
 }
 
 #[test]
@@ -141,7 +143,9 @@ fn every_read_that_can_return_many_rows_is_read_in_pages() {
         }
         let (table, _) = table_and_columns(&text);
         let shape = shapes.iter().find(|shape| shape.name == table).expect("a committed table");
-        let one_row = shape.clustering_key.iter().all(|column| restricted_by_equality(&text, column));
+        // A listed key is one row each, and a listing names at most `KEYS_PER_READ`.
+        let listed = |column: &String| text.ends_with(&format!(" {column} IN ?"));
+        let one_row = shape.clustering_key.iter().all(|column| restricted_by_equality(&text, column) || listed(column));
         let many_rows = !one_row && !text.contains("COUNT(") && !text.contains(" LIMIT ");
         assert_eq!(access, if many_rows { Access::ReadInPages } else { Access::Read }, "{text}");
     }

@@ -51,7 +51,7 @@ model_statements!(
     SelectBulkRowIds,
     SelectBulkBodies,
     SelectBulkBodiesFrom,
-    SelectBulkRowWriteTime,
+    SelectBulkRowWriteTimes,
     SelectBulkRowsAfter,
     UpsertBulkRow,
     DeleteBulkRow,
@@ -83,6 +83,7 @@ model_statements!(
     DeleteChangeDay,
     UpsertChangeHead,
     SelectChangeHead,
+    SelectChangeHeads,
     WriteChangeHorizon,
     SelectChangeHorizon,
 );
@@ -170,8 +171,8 @@ impl ModelStatement {
             SelectBulkBodiesFrom => format!(
                 "SELECT body FROM {keyspace}.bulk_rows WHERE audience = ? AND bucket = ? AND lcc_id >= ? LIMIT ?"
             ),
-            SelectBulkRowWriteTime => format!(
-                "SELECT WRITETIME(body) FROM {keyspace}.bulk_rows WHERE audience = ? AND bucket = ? AND lcc_id = ?"
+            SelectBulkRowWriteTimes => format!(
+                "SELECT lcc_id, WRITETIME(body) FROM {keyspace}.bulk_rows WHERE audience = ? AND bucket = ? AND lcc_id IN ?"
             ),
             SelectBulkRowsAfter => format!(
                 "SELECT lcc_id, body FROM {keyspace}.bulk_rows WHERE audience = ? AND bucket = ? AND lcc_id > ? LIMIT ?"
@@ -271,6 +272,7 @@ impl ModelStatement {
                  USING TIMESTAMP ?"
             ),
             SelectChangeHead => format!("SELECT sequence FROM {keyspace}.change_feed_heads WHERE lcc_id = ?"),
+            SelectChangeHeads => format!("SELECT lcc_id FROM {keyspace}.change_feed_heads WHERE lcc_id IN ?"),
             WriteChangeHorizon => format!(
                 "INSERT INTO {keyspace}.change_feed_horizon (singleton, horizon) VALUES (?, ?) USING TIMESTAMP ?"
             ),
