@@ -126,7 +126,7 @@ pub(super) type BoundValues<'a> = Box<dyn SerializeRow + Send + Sync + 'a>;
 /// Queues `writes` as requests: one each, or, when they share one partition
 /// (`together`), one unlogged batch of up to [`WRITES_PER_BATCH`]. A batch
 /// of one partition costs the node about what one of its writes costs, and
-/// neither Cassandra's nor ScyllaDB's batch size limits apply to it.
+/// Cassandra exempts it from its batch size limits.
 pub(super) fn write_requests<'a>(
     session: &'a Session,
     statements: &'a Prepared<ModelStatement>,
