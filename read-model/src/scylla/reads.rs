@@ -121,8 +121,7 @@ impl VersionReads<'_> {
     /// States in the order of `keys`, read [`KEYS_PER_READ`] of one
     /// topic to a request: a projector batch reads tens of thousands of
     /// states, and one request per state spent most of a node's time on
-    /// requests rather than on reading (the node answers the partitions of
-    /// one request in one pass).
+    /// handling requests rather than on reading rows.
     pub(super) async fn aggregates(&self, keys: &[AggregateKey]) -> Result<Vec<Option<StoredAggregate>>, StoreError> {
         let statement = self.statements.get(ModelStatement::SelectAggregates)?;
         let mut by_topic: HashMap<&str, Vec<&str>> = HashMap::new();
