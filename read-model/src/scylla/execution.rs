@@ -31,6 +31,12 @@ const WRITES_PER_BATCH: usize = 64;
 /// Point reads a projector batch keeps in flight at once.
 const READS_IN_FLIGHT: usize = 128;
 
+/// The most keys one listing read names: ScyllaDB refuses a query that
+/// restricts more partition or clustering keys than its
+/// `max_partition_key_restrictions_per_query` and
+/// `max_clustering_key_restrictions_per_query` (100 each by default).
+const KEYS_PER_READ: usize = 100;
+
 /// How long a schema change may take: creating or dropping a keyspace waits
 /// for every node to agree on the schema, which takes far longer than a
 /// request (a dropped keyspace's files are removed on every node).
@@ -185,6 +191,30 @@ pub(super) async fn run_concurrently(requests: Vec<Request<'_>>) -> Result<(), S
 /// for those before it, but the reads still overlap).
 pub(super) async fn read_concurrently<T>(requests: Vec<Request<'_, T>>) -> Result<Vec<T>, StoreError> {
     stream::iter(requests).buffered(READS_IN_FLIGHT).try_collect().await
+}
+
+/// Reads `keys` by listing reads: the keys of one group (a topic, a bulk
+/// bucket) [`KEYS_PER_READ`] to a request made by `read`, the requests run
+/// as [`read_concurrently`] runs them; returns every row read, in no
+/// particular order.
+pub(super) async fn read_listed<'a, G, R>(
+    keys: impl IntoIterator<Item = (G, &'a str)>,
+    read: impl Fn(G, Vec<&'a str>) -> Request<'a, Vec<R>>,
+) -> Result<Vec<R>, StoreError>
+where
+    G: Copy + Eq + Hash,
+{
+    let mut groups: HashMap<G, Vec<&'a str>> = HashMap::new();
+    for (group, key) in keys {
+        groups.entry(group).or_default().push(key);
+    }
+    let requests = groups
+        .into_iter()
+        .flat_map(|(group, keys)| {
+            keys.chunks(KEYS_PER_READ).map(|chunk| read(group, chunk.to_vec())).collect::<Vec<_>>()
+        })
+        .collect();
+    Ok(read_concurrently(requests).await?.into_iter().flatten().collect())
 }
 
 #[cfg(test)]

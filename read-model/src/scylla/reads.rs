@@ -1,7 +1,8 @@
 //! Every read of a model version: one partition per lookup, and for a bulk
 //! page one partition of counts plus one or two bucket partitions. The
 //! projector's reads of aggregate states, of bulk rows' write times and of
-//! feed heads are the exception: up to [`KEYS_PER_READ`] keys to a request.
+//! feed heads are the exception: a list of keys to a request
+//! (`execution::read_listed`).
 
 use std::collections::HashMap;
 
@@ -9,7 +10,7 @@ use futures_util::FutureExt;
 use scylla::client::session::Session;
 
 use super::bulk_pages::{BucketQuery, bucket_query};
-use super::execution::{Prepared, read_concurrently, select};
+use super::execution::{Prepared, read_concurrently, read_listed, select};
 use super::row_mapping;
 use super::statements::{FIXTURES_PARTITION, ModelStatement};
 use crate::bulk::{BULK_BUCKETS, plan_page};
@@ -19,12 +20,6 @@ use crate::store::{
     AggregateKey, Body, BulkKey, BulkPage, Checkpoint, IdentifierKind, PartyReferrer, StoreError, StoredAggregate,
 };
 use crate::stored_bodies;
-
-/// The most keys one listing read names: ScyllaDB refuses a query that
-/// restricts more partition or clustering keys than its
-/// `max_partition_key_restrictions_per_query` and
-/// `max_clustering_key_restrictions_per_query` (100 each by default).
-pub(super) const KEYS_PER_READ: usize = 100;
 
 /// The statements of one model version, with the session that runs them.
 #[derive(Debug, Clone, Copy)]
@@ -118,32 +113,26 @@ impl VersionReads<'_> {
         Ok(rows.into_iter().map(|(body,)| body).collect())
     }
 
-    /// States in the order of `keys`, read [`KEYS_PER_READ`] of one
-    /// topic to a request: a projector batch reads tens of thousands of
-    /// states, and one request per state spent most of a node's time on
-    /// handling requests rather than on reading rows.
+    /// States in the order of `keys`, read by the hundred ids of one topic
+    /// to a request: a projector batch reads tens of thousands of states,
+    /// and one request per state spent most of a node's time on handling
+    /// requests rather than on reading rows.
     pub(super) async fn aggregates(&self, keys: &[AggregateKey]) -> Result<Vec<Option<StoredAggregate>>, StoreError> {
         let statement = self.statements.get(ModelStatement::SelectAggregates)?;
-        let mut by_topic: HashMap<&str, Vec<&str>> = HashMap::new();
-        for key in keys {
-            by_topic.entry(key.topic.as_str()).or_default().push(key.id.as_str());
+        let listed = keys.iter().map(|key| (key.topic.as_str(), key.id.as_str()));
+        let rows = read_listed(listed, |topic, ids| {
+            async move {
+                let rows: Vec<(String, i64, Vec<u8>)> = select(self.session, statement, (topic, ids)).await?;
+                Ok(rows.into_iter().map(|row| (topic, row)).collect())
+            }
+            .boxed()
+        })
+        .await?;
+        let mut found: HashMap<&str, HashMap<String, StoredAggregate>> = HashMap::new();
+        for (topic, (id, version, state)) in rows {
+            found.entry(topic).or_default().insert(id, row_mapping::stored_aggregate((version, state))?);
         }
-        let requests = by_topic
-            .iter()
-            .flat_map(|(topic, ids)| ids.chunks(KEYS_PER_READ).map(move |ids| (*topic, ids)))
-            .map(|(topic, ids)| {
-                async move {
-                    let rows: Vec<(String, i64, Vec<u8>)> = select(self.session, statement, (topic, ids)).await?;
-                    rows.into_iter()
-                        .map(|(id, version, state)| Ok(((topic, id), row_mapping::stored_aggregate((version, state))?)))
-                        .collect::<Result<Vec<_>, StoreError>>()
-                }
-                .boxed()
-            })
-            .collect();
-        let found: HashMap<(&str, String), StoredAggregate> =
-            read_concurrently(requests).await?.into_iter().flatten().collect();
-        Ok(keys.iter().map(|key| found.get(&(key.topic.as_str(), key.id.clone())).cloned()).collect())
+        Ok(keys.iter().map(|key| found.get(key.topic.as_str()).and_then(|ids| ids.get(&key.id)).cloned()).collect())
     }
 
     pub(super) async fn party_referrers(

@@ -12,8 +12,8 @@ use futures_util::FutureExt;
 use scylla::client::session::Session;
 use scylla::serialize::row::SerializeRow;
 
-use super::execution::{BoundValues, Prepared, read_concurrently, run_concurrently, select, write_requests};
-use super::reads::{KEYS_PER_READ, VersionReads};
+use super::execution::{BoundValues, Prepared, read_listed, run_concurrently, select, write_requests};
+use super::reads::VersionReads;
 use super::statements::{FIXTURES_PARTITION, ModelStatement};
 use super::write_protocol::mutation::BulkBucket;
 use super::write_protocol::{Cluster, Mutation};
@@ -160,8 +160,8 @@ impl Cluster for VersionCluster<'_> {
     async fn apply(&self, phase: Vec<Mutation<'_>>) -> Result<(), StoreError> {
         let mut by_partition: HashMap<Option<&str>, Vec<(ModelStatement, BoundValues<'_>)>> = HashMap::new();
         for mutation in phase {
-            let write = (statement(&mutation), mutation.shared_partition());
-            by_partition.entry(write.1).or_default().push((write.0, Self::values(mutation)?));
+            let (statement, partition) = (statement(&mutation), mutation.shared_partition());
+            by_partition.entry(partition).or_default().push((statement, Self::values(mutation)?));
         }
         let mut requests = Vec::new();
         for (partition, writes) in by_partition {
@@ -180,40 +180,31 @@ impl Cluster for VersionCluster<'_> {
 
     async fn bulk_row_write_times(&self, lcc_ids: &[&str]) -> Result<Vec<Option<i64>>, StoreError> {
         let statement = self.statements.get(ModelStatement::SelectBulkRowWriteTimes)?;
-        let mut by_bucket: HashMap<BulkBucket, Vec<&str>> = HashMap::new();
-        for &lcc_id in lcc_ids {
-            by_bucket.entry(BulkBucket::of(lcc_id)).or_default().push(lcc_id);
-        }
-        let requests = by_bucket
-            .iter()
-            .flat_map(|(bucket, ids)| ids.chunks(KEYS_PER_READ).map(move |ids| (*bucket, ids)))
-            .map(|(bucket, ids)| {
-                async move {
-                    let values = (bucket.audience.code(), bucket.bucket, ids);
-                    let stored: Vec<(String, Option<i64>)> = select(self.session, statement, values).await?;
-                    Ok(stored)
-                }
-                .boxed()
-            })
-            .collect();
-        let found: HashMap<String, Option<i64>> = read_concurrently(requests).await?.into_iter().flatten().collect();
+        let listed = lcc_ids.iter().map(|&lcc_id| (BulkBucket::of(lcc_id), lcc_id));
+        let rows = read_listed(listed, |bucket, ids| {
+            async move {
+                let values = (bucket.audience.code(), bucket.bucket, ids);
+                let stored: Vec<(String, Option<i64>)> = select(self.session, statement, values).await?;
+                Ok(stored)
+            }
+            .boxed()
+        })
+        .await?;
+        let found: HashMap<String, Option<i64>> = rows.into_iter().collect();
         Ok(lcc_ids.iter().map(|lcc_id| found.get(*lcc_id).copied().flatten()).collect())
     }
 
     async fn have_feed_heads(&self, lcc_ids: &[&str]) -> Result<Vec<bool>, StoreError> {
         let statement = self.statements.get(ModelStatement::SelectChangeHeads)?;
-        let requests = lcc_ids
-            .chunks(KEYS_PER_READ)
-            .map(|ids| {
-                async move {
-                    let heads: Vec<(String,)> = select(self.session, statement, (ids,)).await?;
-                    Ok(heads)
-                }
-                .boxed()
-            })
-            .collect();
-        let found: HashSet<String> =
-            read_concurrently(requests).await?.into_iter().flatten().map(|(lcc_id,)| lcc_id).collect();
+        let rows = read_listed(lcc_ids.iter().map(|&lcc_id| ((), lcc_id)), |(), ids| {
+            async move {
+                let heads: Vec<(String,)> = select(self.session, statement, (ids,)).await?;
+                Ok(heads)
+            }
+            .boxed()
+        })
+        .await?;
+        let found: HashSet<String> = rows.into_iter().map(|(lcc_id,)| lcc_id).collect();
         Ok(lcc_ids.iter().map(|lcc_id| found.contains(*lcc_id)).collect())
     }
 

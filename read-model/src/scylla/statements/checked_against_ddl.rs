@@ -48,6 +48,12 @@ fn restricted_by_equality(text: &str, column: &str) -> bool {
     text.split_once(" WHERE ").is_some_and(|(_, filter)| filter.contains(&format!("{column} = ?")))
 }
 
+/// Whether a read names a list of `column`'s values (its last restriction):
+/// at most `KEYS_PER_READ` keys, a row each.
+fn restricted_by_list(text: &str, column: &str) -> bool {
+    text.starts_with("SELECT ") && text.ends_with(&format!(" {column} IN ?"))
+}
+
 fn check(text: &str, shapes: &[TableShape]) {
     let (table, columns) = table_and_columns(text);
     let shape = shapes.iter().find(|shape| shape.name == table).unwrap_or_else(|| panic!("{text}: no {table}"));
@@ -61,7 +67,7 @@ fn check(text: &str, shapes: &[TableShape]) {
     } else {
         for (index, column) in shape.partition_key.iter().enumerate() {
             let last = index + 1 == shape.partition_key.len();
-            let listed = last && text.starts_with("SELECT ") && text.ends_with(&format!(" {column} IN ?"));
+            let listed = last && restricted_by_list(text, column);
             assert!(restricted_by_equality(text, column) || listed, "{text}: not whole partitions ({column} unbound)");
         }
     }
@@ -143,9 +149,10 @@ fn every_read_that_can_return_many_rows_is_read_in_pages() {
         }
         let (table, _) = table_and_columns(&text);
         let shape = shapes.iter().find(|shape| shape.name == table).expect("a committed table");
-        // A listed key is one row each, and a listing names at most `KEYS_PER_READ`.
-        let listed = |column: &String| text.ends_with(&format!(" {column} IN ?"));
-        let one_row = shape.clustering_key.iter().all(|column| restricted_by_equality(&text, column) || listed(column));
+        let one_row = shape
+            .clustering_key
+            .iter()
+            .all(|column| restricted_by_equality(&text, column) || restricted_by_list(&text, column));
         let many_rows = !one_row && !text.contains("COUNT(") && !text.contains(" LIMIT ");
         assert_eq!(access, if many_rows { Access::ReadInPages } else { Access::Read }, "{text}");
     }
