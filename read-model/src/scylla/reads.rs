@@ -115,8 +115,8 @@ impl VersionReads<'_> {
 
     /// States in the order of `keys`, read by the hundred ids of one topic
     /// to a request: a projector batch reads tens of thousands of states,
-    /// and one request per state spent most of a node's time on handling
-    /// requests rather than on reading rows.
+    /// and with one request per state a node spends most of its time on
+    /// handling requests rather than on reading rows.
     pub(super) async fn aggregates(&self, keys: &[AggregateKey]) -> Result<Vec<Option<StoredAggregate>>, StoreError> {
         let statement = self.statements.get(ModelStatement::SelectAggregates)?;
         let listed = keys.iter().map(|key| (key.topic.as_str(), key.id.as_str()));
