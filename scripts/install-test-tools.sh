@@ -12,6 +12,8 @@
 #   nginx           the shipped balancer configuration in front of two replicas
 #   java, maven     (Debian: openjdk-17-jdk-headless, maven) run and fetch the engines
 #   script          (Debian: bsdutils) a pseudo-terminal for the rebuild's progress line
+#   node, npm       (Debian: nodejs, npm) the generated TypeScript client's check, whose
+#                   packages tests/clients/typescript/package-lock.json pins
 #   engines         Apache Cassandra and Apache Kafka, fetched with Maven into a
 #                   per-machine cache (scripts/install-engines.sh)
 #   Python tools    tests/python-requirements.txt: the OpenAPI checkers, the
@@ -33,6 +35,8 @@ command -v wrk >/dev/null || missing_packages+=(wrk)
 command -v java >/dev/null || missing_packages+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null || missing_packages+=(maven)
 command -v script >/dev/null || missing_packages+=(bsdutils)
+command -v node >/dev/null || missing_packages+=(nodejs)
+command -v npm >/dev/null || missing_packages+=(npm)
 if ((${#missing_packages[@]})); then
     as_root=()
     [ "$(id -u)" -eq 0 ] || as_root=(sudo)
@@ -42,5 +46,12 @@ if ((${#missing_packages[@]})); then
 fi
 
 scripts/install-engines.sh >/dev/null
+
+# The lock file's packages, installed again only when the lock changed.
+typescript_client=tests/clients/typescript
+if ! cmp -s "$typescript_client/package-lock.json" "$typescript_client/node_modules/.package-lock.json.installed"; then
+    npm ci --prefix "$typescript_client" --no-audit --no-fund --loglevel=error >/dev/null
+    cp "$typescript_client/package-lock.json" "$typescript_client/node_modules/.package-lock.json.installed"
+fi
 
 python3 -m pip install --quiet --disable-pip-version-check -r tests/python-requirements.txt

@@ -48,8 +48,9 @@ pub struct EvidencePackage {
     /// A detached JWS (RFC 7515, EdDSA with Ed25519) over the RFC 8785
     /// canonical JSON of this package without `signature`. Its header names
     /// the key (`kid`) of the key set at `/keys`, or at
-    /// `/keys?audience=sandbox` for a sandbox work.
-    #[schema(required = true)]
+    /// `/keys?audience=sandbox` for a sandbox work. Every package served
+    /// has one; it is absent only from the content it signs.
+    #[schema(required = true, value_type = String)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub signature: Option<String>,
 }

@@ -18,6 +18,7 @@ use read_model::change_feed::{
 };
 use read_model::documents::DublinCoreRecord;
 use read_model::{Audience, DocumentKind};
+use utoipa::ToSchema;
 
 use super::{ClientAddress, decode};
 use crate::access::{Credentials, with_rate_headers};
@@ -28,6 +29,37 @@ use crate::oai::arguments::{self, Arguments, Selection, Verb};
 use crate::oai::resumption::ResumptionToken;
 use crate::oai::xml::oai_dc_element;
 use crate::oai::{OaiError, PAGE_SIZE, xml};
+
+/// The arguments of an OAI-PMH request as a form body describes them, so
+/// that a client generated from the document sends named fields.
+#[derive(Debug, ToSchema)]
+#[expect(
+    dead_code,
+    reason = "the handler reads the body with the protocol's own checks (`oai::arguments`): each argument once, only those the verb takes"
+)]
+#[schema(rename_all = "camelCase")]
+pub struct OaiRequest {
+    /// `Identify`, `ListMetadataFormats`, `ListSets`, `GetRecord`, `ListIdentifiers` or `ListRecords`.
+    pub verb: String,
+    /// `oai:<repository>:<lccId>` (GetRecord, ListMetadataFormats).
+    #[schema(nullable = false)]
+    pub identifier: Option<String>,
+    /// `oai_dc`, the one format served (GetRecord, ListIdentifiers, ListRecords).
+    #[schema(nullable = false)]
+    pub metadata_prefix: Option<String>,
+    /// Records changed at or after: `YYYY-MM-DD` or `YYYY-MM-DDThh:mm:ssZ`.
+    #[schema(nullable = false)]
+    pub from: Option<String>,
+    /// Records changed at or before, of the granularity of `from`.
+    #[schema(nullable = false)]
+    pub until: Option<String>,
+    /// Sets are not supported (`noSetHierarchy`).
+    #[schema(nullable = false)]
+    pub set: Option<String>,
+    /// Continues a list; exclusive of every argument but `verb`.
+    #[schema(nullable = false)]
+    pub resumption_token: Option<String>,
+}
 
 /// `GET /oai?verb=…`.
 #[utoipa::path(
@@ -68,7 +100,7 @@ pub async fn oai_get(
     tag = "OAI-PMH",
     summary = "OAI-PMH 2.0, arguments in a form body",
     description = "The same as `GET /oai`, as the protocol requires, with the arguments in an `application/x-www-form-urlencoded` body.",
-    request_body(content = String, content_type = "application/x-www-form-urlencoded", example = "verb=Identify"),
+    request_body(content = OaiRequest, content_type = "application/x-www-form-urlencoded", example = json!({"verb": "Identify"})),
     responses(
         (status = 200, description = "An OAI-PMH answer, or one of its errors.", body = String, content_type = "text/xml"),
         (status = 413, description = "The body is larger than 4 KiB.", body = crate::errors::Problem, content_type = "application/problem+json"),

@@ -16,6 +16,7 @@ mod crash_and_resume;
 mod cross_origin_page;
 mod dead_letters;
 mod deployment_files;
+mod generated_clients;
 mod graceful_shutdown;
 mod idempotence;
 mod kafka_faults;
