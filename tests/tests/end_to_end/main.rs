@@ -31,6 +31,7 @@ mod production_shape;
 mod provenance_chain;
 mod rate_limit_flood;
 mod rebuild_progress;
+mod rights_sync;
 mod sandbox_fixtures;
 mod service;
 mod signed_evidence;
