@@ -7,17 +7,22 @@
 //! Exit status, for scripts and cron: 0 caught up; 75 interrupted (the
 //! registry could not answer): the copy is consistent at its last cursor,
 //! run again; 1 failed (a snapshot that does not verify, a refused key, a
-//! copy that cannot be written): the failing step changed nothing, and the
-//! message says why; 2 bad arguments.
+//! copy that cannot be written, or `--check` found differences): the
+//! failing step changed nothing, and the message says why; 2 bad arguments.
+//! With `--follow` it does not exit by itself: it polls the feed, waiting
+//! longer after each failure, until a signal stops it (the copy is
+//! consistent whenever that comes).
 
+mod check;
 mod copy;
 mod parquet_export;
 mod registry;
 mod snapshot;
 mod sync;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 
@@ -57,7 +62,19 @@ struct Arguments {
     /// instead of the registry's `/keys`.
     #[arg(long, env = "LCC_SYNC_KEYS")]
     keys: Option<PathBuf>,
+    /// Keep the copy current: poll the change feed until stopped.
+    #[arg(long, conflicts_with = "check")]
+    follow: bool,
+    /// Seconds between polls with `--follow`; after a failure the wait doubles, up to 5 minutes.
+    #[arg(long, env = "LCC_SYNC_POLL_SECONDS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    poll_seconds: u64,
+    /// Once caught up, compare the copy with the registry's export and report differences.
+    #[arg(long)]
+    check: bool,
 }
+
+/// The longest wait between polls after failures.
+const LONGEST_BACKOFF: Duration = Duration::from_secs(300);
 
 fn main() -> ExitCode {
     telemetry::logging::init();
@@ -87,38 +104,113 @@ fn main() -> ExitCode {
         downloads: PathBuf::from(downloads),
     };
     let registry = Registry::new(&arguments.from, arguments.key);
-    let mut totals = RunTotals::default();
-    let mut result = sync::run(&registry, &mut copy, &options, &mut totals);
-    if let (Ok(()), Some(path)) = (&result, &parquet_path) {
-        result = parquet_export::write(&copy, path).map(drop);
+    if arguments.follow {
+        return follow(&registry, &mut copy, &options, parquet_path.as_deref(), arguments.poll_seconds);
     }
-    let (outcome, status) = match &result {
-        Ok(()) => ("caught_up", ExitCode::SUCCESS),
-        Err(error) if is_interruption(error) => ("interrupted", ExitCode::from(INTERRUPTED)),
-        Err(_) => ("failed", ExitCode::FAILURE),
-    };
-    let detail = result.as_ref().err().map(|error| format!("{error:#}"));
-    let record = RunRecord {
-        started_at,
-        outcome,
-        snapshot_rows: totals.snapshot_rows,
-        feed_items: totals.feed_items,
-        detail: detail.clone(),
-    };
-    if let Err(error) = copy.record_run(&record) {
-        tracing::warn!(%error, "failed to record the run in the copy");
+    let (mut result, totals) = run_once(&registry, &mut copy, &options, parquet_path.as_deref());
+    let mut check = None;
+    if result.is_ok() && arguments.check {
+        match check::compare(&registry, &copy) {
+            Ok(report) if report.is_equal() => check = Some(report.to_json()),
+            Ok(report) => {
+                check = Some(report.to_json());
+                result = Err(anyhow::anyhow!(
+                    "the copy differs from the registry's export: {} missing, {} extra, {} differing",
+                    report.missing.len(),
+                    report.extra.len(),
+                    report.differing.len()
+                ));
+            }
+            Err(error) => result = Err(error),
+        }
     }
-    let summary = serde_json::json!({
+    let (outcome, status) = outcome_of(&result);
+    record(&copy, started_at, outcome, &totals, &result);
+    let mut summary = serde_json::json!({
         "outcome": outcome,
         "snapshotRows": totals.snapshot_rows,
         "feedItems": totals.feed_items,
         "resynchronisations": totals.resynchronisations,
     });
+    if let Some(check) = check {
+        summary["check"] = check;
+    }
     println!("{summary}");
-    if let Some(detail) = detail {
-        eprintln!("rights-sync: {outcome}: {detail}");
+    if let Err(error) = &result {
+        eprintln!("rights-sync: {outcome}: {error:#}");
     }
     status
+}
+
+/// One run to caught up, and the Parquet file rewritten after it.
+fn run_once(
+    registry: &Registry,
+    copy: &mut Copy,
+    options: &SyncOptions,
+    parquet_path: Option<&Path>,
+) -> (anyhow::Result<()>, RunTotals) {
+    let mut totals = RunTotals::default();
+    let mut result = sync::run(registry, copy, options, &mut totals);
+    if let (Ok(()), Some(path)) = (&result, parquet_path) {
+        result = parquet_export::write(copy, path).map(drop);
+    }
+    (result, totals)
+}
+
+/// `--follow`: runs, then polls, until a failure no later run can mend.
+fn follow(
+    registry: &Registry,
+    copy: &mut Copy,
+    options: &SyncOptions,
+    parquet_path: Option<&Path>,
+    poll_seconds: u64,
+) -> ExitCode {
+    let poll = Duration::from_secs(poll_seconds);
+    let mut wait = poll;
+    loop {
+        let started_at = copy::now();
+        let (result, totals) = run_once(registry, copy, options, parquet_path);
+        let (outcome, status) = outcome_of(&result);
+        if totals.snapshot_rows > 0 || totals.feed_items > 0 || result.is_err() {
+            record(copy, started_at, outcome, &totals, &result);
+        }
+        match &result {
+            Ok(()) => wait = poll,
+            Err(error) if is_interruption(error) => {
+                tracing::warn!(error = %format!("{error:#}"), seconds = wait.as_secs(), "interrupted; trying again later");
+                std::thread::sleep(wait);
+                wait = (wait * 2).min(LONGEST_BACKOFF);
+                continue;
+            }
+            Err(error) => {
+                eprintln!("rights-sync: {outcome}: {error:#}");
+                return status;
+            }
+        }
+        std::thread::sleep(wait);
+    }
+}
+
+fn outcome_of(result: &anyhow::Result<()>) -> (&'static str, ExitCode) {
+    match result {
+        Ok(()) => ("caught_up", ExitCode::SUCCESS),
+        Err(error) if is_interruption(error) => ("interrupted", ExitCode::from(INTERRUPTED)),
+        Err(_) => ("failed", ExitCode::FAILURE),
+    }
+}
+
+/// Keeps the run's line in the copy; a copy that cannot take it is only logged.
+fn record(copy: &Copy, started_at: String, outcome: &'static str, totals: &RunTotals, result: &anyhow::Result<()>) {
+    let run = RunRecord {
+        started_at,
+        outcome,
+        snapshot_rows: totals.snapshot_rows,
+        feed_items: totals.feed_items,
+        detail: result.as_ref().err().map(|error| format!("{error:#}")),
+    };
+    if let Err(error) = copy.record_run(&run) {
+        tracing::warn!(%error, "failed to record the run in the copy");
+    }
 }
 
 /// Whether a run stopped because the registry could not answer, so that a

@@ -102,7 +102,7 @@ fn load_snapshot(
 
 /// Applies feed pages until a page says it caught up.
 fn follow(registry: &Registry, copy: &mut Copy, totals: &mut RunTotals) -> anyhow::Result<()> {
-    let progress = Progress::new();
+    let mut progress = Progress::new();
     loop {
         let cursor = copy.state()?.map(|state| state.cursor).unwrap_or_default();
         let page: ChangePage = registry.json(&format!("/bulk/changes?since={cursor}&limit={PAGE_LIMIT}"))?;
@@ -119,15 +119,19 @@ fn follow(registry: &Registry, copy: &mut Copy, totals: &mut RunTotals) -> anyho
     }
 }
 
-/// The run's progress: a status line on a terminal, else the last line only.
+/// Feed pages between two progress log lines when standard error is not a terminal.
+const PAGES_PER_LOG_LINE: u64 = 20;
+
+/// The run's progress: a status line on a terminal, else a log line now and then.
 struct Progress {
     started: Instant,
     terminal: bool,
+    pages: u64,
 }
 
 impl Progress {
     fn new() -> Progress {
-        Progress { started: Instant::now(), terminal: std::io::stderr().is_terminal() }
+        Progress { started: Instant::now(), terminal: std::io::stderr().is_terminal(), pages: 0 }
     }
 
     fn line(&self, totals: &RunTotals) -> String {
@@ -140,9 +144,12 @@ impl Progress {
         )
     }
 
-    fn show(&self, totals: &RunTotals) {
+    fn show(&mut self, totals: &RunTotals) {
+        self.pages += 1;
         if self.terminal {
             telemetry::status_line::show(&self.line(totals));
+        } else if self.pages.is_multiple_of(PAGES_PER_LOG_LINE) {
+            tracing::info!("{}", self.line(totals));
         }
     }
 

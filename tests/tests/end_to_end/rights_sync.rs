@@ -174,26 +174,48 @@ fn rights_sync_copies_a_signed_snapshot_and_follows_the_feed_to_a_copy_equal_to_
     let rows = assert_equal_to_the_export(&copy, &address, &key);
     eprintln!("rights-sync loaded a snapshot of {rows} works, resuming its first file at byte {}", whole.len() / 2);
 
-    // The projector applies the rest of the stream while the copy follows.
-    copy_files(&rest, &events);
-    let mut projector = end_to_end_tests::projector_command(&events, &data.to_path_buf(), 200)
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("projector starts");
-    let mut runs_meanwhile = 0;
-    let mut items = 0;
-    while projector.try_wait().expect("wait").is_none() {
-        items += caught_up(sync(&base_url, &key, &copy, &[]))["feedItems"].as_u64().expect("items");
-        runs_meanwhile += 1;
-    }
-    assert!(projector.wait().expect("projector").success());
-    wait_until_the_feed_settles(&address, &key);
-    items += caught_up(sync(&base_url, &key, &copy, &[]))["feedItems"].as_u64().expect("items");
-    let rows = assert_equal_to_the_export(&copy, &address, &key);
-    assert!(items > 100, "the feed amended and withdrew works: {items} items");
-    eprintln!(
-        "rights-sync followed {items} feed items in {runs_meanwhile} runs while the projector ran; {rows} works equal"
+    // The projector applies the rest of the stream while `--follow` keeps the copy current.
+    let mut follower = KillOnDrop(
+        rights_sync(&base_url, &key, &copy, &["--follow", "--poll-seconds", "1"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("rights-sync --follow starts"),
     );
+    copy_files(&rest, &events);
+    project(&events, &data, 200);
+    wait_until_the_feed_settles(&address, &key);
+    let started = Instant::now();
+    while copied(&copy).0 != export(&address, &key) {
+        assert!(follower.0.try_wait().expect("wait").is_none(), "rights-sync --follow stopped");
+        assert!(started.elapsed() < Duration::from_secs(60), "the followed copy did not reach the export");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    follower.0.kill().expect("stop following");
+    follower.0.wait().expect("reaped");
+    let connection = rusqlite::Connection::open(&copy).expect("copy");
+    let items: u64 =
+        connection.query_row("SELECT sum(feed_items) FROM sync_runs", [], |row| row.get(0)).expect("the runs' items");
+    assert!(items > 100, "the feed amended and withdrew works: {items} items");
+    let summary = caught_up(sync(&base_url, &key, &copy, &["--check"]));
+    assert_eq!(summary["check"]["equal"], true, "{summary}");
+    let rows = assert_equal_to_the_export(&copy, &address, &key);
+    eprintln!("rights-sync --follow applied {items} feed items while the projector ran; {rows} works equal");
+
+    // A row changed in the copy is what --check reports.
+    let changed = connection
+        .query_row("SELECT lcc_id FROM works ORDER BY lcc_id LIMIT 1", [], |row| row.get::<_, String>(0))
+        .expect("a work");
+    connection
+        .execute(
+            "UPDATE works SET row_json = replace(row_json, '\"title\":\"', '\"title\":\"!') WHERE lcc_id = ?1",
+            [&changed],
+        )
+        .expect("change a row");
+    let run = sync(&base_url, &key, &copy, &["--check"]);
+    assert_eq!(run.code, Some(1), "{}\n{}", run.summary, run.stderr);
+    assert_eq!(run.summary["check"]["differing"], 1, "{}", run.summary);
+    assert_eq!(run.summary["check"]["firstDiffering"][0], changed.as_str(), "{}", run.summary);
 
     // The Parquet form, and both read by DuckDB.
     let parquet = directory.path().join("parquet");
