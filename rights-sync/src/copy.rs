@@ -52,6 +52,9 @@ CREATE TABLE IF NOT EXISTS sync_runs (
 );
 ";
 
+/// Rows loaded between two progress reports.
+pub const ROWS_PER_REPORT: u64 = 10_000;
+
 /// Where the copy stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SyncState {
@@ -138,11 +141,17 @@ impl Copy {
     }
 
     /// Replaces every row with the snapshot's NDJSON files and sets the
-    /// state it leads to, in one transaction. Returns the rows loaded.
-    pub fn replace_with_snapshot(&mut self, files: &[impl AsRef<Path>], state: &SyncState) -> anyhow::Result<u64> {
+    /// state it leads to, in one transaction, telling `loaded` the rows so
+    /// far every [`ROWS_PER_REPORT`]. Returns the rows loaded.
+    pub fn replace_with_snapshot(
+        &mut self,
+        files: &[impl AsRef<Path>],
+        state: &SyncState,
+        mut loaded: impl FnMut(u64),
+    ) -> anyhow::Result<u64> {
         let transaction = self.connection.transaction()?;
         transaction.execute("DELETE FROM works", [])?;
-        let mut rows = 0;
+        let mut rows: u64 = 0;
         for file in files {
             let reader = std::io::BufReader::new(flate2::read::GzDecoder::new(std::fs::File::open(file)?));
             for line in reader.lines() {
@@ -150,6 +159,9 @@ impl Copy {
                 if !line.is_empty() {
                     upsert(&transaction, &line, 0)?;
                     rows += 1;
+                    if rows.is_multiple_of(ROWS_PER_REPORT) {
+                        loaded(rows);
+                    }
                 }
             }
         }
@@ -301,7 +313,7 @@ mod tests {
         encoder.finish().expect("gzip");
         let mut copy = Copy::open(&directory.path().join("copy.sqlite")).expect("open");
         assert_eq!(copy.state().expect("state"), None);
-        assert_eq!(copy.replace_with_snapshot(&[&file], &state("c1.start")).expect("load"), 2);
+        assert_eq!(copy.replace_with_snapshot(&[&file], &state("c1.start"), drop).expect("load"), 2);
         assert_eq!(copy.state().expect("state").map(|state| state.cursor).as_deref(), Some("c1.start"));
 
         let page =
@@ -317,7 +329,7 @@ mod tests {
         // A page that cannot be applied leaves rows and cursor as they were.
         assert!(copy.apply_page(&[item("C", "upsert", 9, None)], "c1.bad").is_err());
         assert_eq!(copy.state().expect("state").map(|state| state.cursor).as_deref(), Some("c1.again"));
-        assert_eq!(copy.replace_with_snapshot(&[&file], &state("c1.restart")).expect("load"), 2);
+        assert_eq!(copy.replace_with_snapshot(&[&file], &state("c1.restart"), drop).expect("load"), 2);
         assert_eq!(titles(&copy), [("A".into(), "a".into()), ("B".into(), "b".into())]);
     }
 }

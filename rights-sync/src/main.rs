@@ -16,6 +16,7 @@
 mod check;
 mod copy;
 mod parquet_export;
+mod progress;
 mod registry;
 mod snapshot;
 mod sync;
@@ -44,7 +45,8 @@ enum Format {
 }
 
 /// Keeps a verified copy of the registry's published works.
-#[derive(Debug, Parser)]
+// No `Debug`: it holds the key.
+#[derive(Parser)]
 #[command(version)]
 struct Arguments {
     /// The registry's API: origin and base path.
@@ -110,19 +112,7 @@ fn main() -> ExitCode {
     let (mut result, totals) = run_once(&registry, &mut copy, &options, parquet_path.as_deref());
     let mut check = None;
     if result.is_ok() && arguments.check {
-        match check::compare(&registry, &copy) {
-            Ok(report) if report.is_equal() => check = Some(report.to_json()),
-            Ok(report) => {
-                check = Some(report.to_json());
-                result = Err(anyhow::anyhow!(
-                    "the copy differs from the registry's export: {} missing, {} extra, {} differing",
-                    report.missing.len(),
-                    report.extra.len(),
-                    report.differing.len()
-                ));
-            }
-            Err(error) => result = Err(error),
-        }
+        (check, result) = check_against_the_export(&registry, &copy);
     }
     let (outcome, status) = outcome_of(&result);
     record(&copy, started_at, outcome, &totals, &result);
@@ -140,6 +130,23 @@ fn main() -> ExitCode {
         eprintln!("rights-sync: {outcome}: {error:#}");
     }
     status
+}
+
+/// `--check`: the report for the summary line, and an error when the copy differs.
+fn check_against_the_export(registry: &Registry, copy: &Copy) -> (Option<serde_json::Value>, anyhow::Result<()>) {
+    match check::compare(registry, copy) {
+        Ok(report) if report.is_equal() => (Some(report.to_json()), Ok(())),
+        Ok(report) => {
+            let differs = anyhow::anyhow!(
+                "the copy differs from the registry's export: {} missing, {} extra, {} differing",
+                report.missing.len(),
+                report.extra.len(),
+                report.differing.len()
+            );
+            (Some(report.to_json()), Err(differs))
+        }
+        Err(error) => (None, Err(error)),
+    }
 }
 
 /// One run to caught up, and the Parquet file rewritten after it.

@@ -43,13 +43,18 @@ pub enum Download {
     Rest(ureq::Body),
 }
 
-/// One registry's API, called with one key.
-#[derive(Debug)]
+/// One registry's API, called with one key (which `Debug` leaves out).
 pub struct Registry {
     agent: ureq::Agent,
     /// The origin and base path, without a trailing slash.
     base_url: String,
     key: String,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.debug_struct("Registry").field("base_url", &self.base_url).finish_non_exhaustive()
+    }
 }
 
 impl Registry {

@@ -17,6 +17,7 @@ use query_api::snapshots::manifest::NDJSON_GZ;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
+use crate::progress::Progress;
 use crate::registry::{Download, Registry, RegistryError};
 
 /// Where the manifest's signature is checked against.
@@ -64,7 +65,12 @@ struct SnapshotSummary {
 }
 
 /// Finds, verifies and downloads the newest snapshot into `downloads`.
-pub fn newest(registry: &Registry, keys: &KeySource, downloads: &Path) -> anyhow::Result<VerifiedSnapshot> {
+pub fn newest(
+    registry: &Registry,
+    keys: &KeySource,
+    downloads: &Path,
+    progress: &Progress,
+) -> anyhow::Result<VerifiedSnapshot> {
     let list: SnapshotList = registry.json("/bulk/snapshots")?;
     let newest =
         list.snapshots.into_iter().max_by(|a, b| a.created_at.cmp(&b.created_at)).ok_or(Rejected::NoSnapshot)?;
@@ -87,7 +93,9 @@ pub fn newest(registry: &Registry, keys: &KeySource, downloads: &Path) -> anyhow
     let directory = downloads.join(&snapshot);
     std::fs::create_dir_all(&directory)?;
     let mut files = Vec::new();
-    for entry in manifest.files.iter().filter(|file| file.format == NDJSON_GZ) {
+    let entries: Vec<_> = manifest.files.iter().filter(|file| file.format == NDJSON_GZ).collect();
+    for (index, entry) in entries.iter().enumerate() {
+        progress.downloading(&snapshot, index + 1, entries.len(), &entry.name);
         let target = directory.join(&entry.name);
         let path = format!("/bulk/snapshots/{snapshot}/files/{}", entry.name);
         download(registry, &path, &target, entry.bytes, &entry.sha256)?;

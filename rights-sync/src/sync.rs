@@ -6,13 +6,12 @@
 //! It decides the order of the steps; the copy keeps each step's result
 //! with its cursor, and the registry module says what the answers mean.
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::time::Instant;
 
 use serde::Deserialize;
 
 use crate::copy::{ChangeItem, Copy, SyncState};
+use crate::progress::Progress;
 use crate::registry::{Registry, RegistryError};
 use crate::snapshot::{self, KeySource};
 
@@ -50,15 +49,16 @@ struct ChangePage {
 
 /// Brings the copy up to date with the registry.
 pub fn run(registry: &Registry, copy: &mut Copy, options: &SyncOptions, totals: &mut RunTotals) -> anyhow::Result<()> {
+    let mut progress = Progress::new();
     if copy.state()?.is_none() {
-        load_snapshot(registry, copy, options, totals)?;
+        load_snapshot(registry, copy, options, totals, &progress)?;
     }
     loop {
-        match follow(registry, copy, totals) {
+        match follow(registry, copy, totals, &mut progress) {
             Err(error) if is_gone(&error) && totals.resynchronisations < MOST_RESYNCHRONISATIONS => {
                 tracing::warn!(%error, "re-synchronising from the newest snapshot");
                 totals.resynchronisations += 1;
-                load_snapshot(registry, copy, options, totals)?;
+                load_snapshot(registry, copy, options, totals, &progress)?;
             }
             other => return other,
         }
@@ -75,8 +75,9 @@ fn load_snapshot(
     copy: &mut Copy,
     options: &SyncOptions,
     totals: &mut RunTotals,
+    progress: &Progress,
 ) -> anyhow::Result<()> {
-    let verified = snapshot::newest(registry, &options.keys, &options.downloads)?;
+    let verified = snapshot::newest(registry, &options.keys, &options.downloads, progress)?;
     let manifest = &verified.manifest;
     let state = SyncState {
         registry: registry.base_url().to_owned(),
@@ -86,7 +87,7 @@ fn load_snapshot(
         cursor: manifest.changes_cursor.clone(),
         signed_by: verified.signed_by.clone(),
     };
-    let rows = copy.replace_with_snapshot(&verified.files, &state)?;
+    let rows = copy.replace_with_snapshot(&verified.files, &state, |rows| progress.loading(rows))?;
     anyhow::ensure!(
         rows == manifest.row_count,
         "snapshot {} holds {rows} rows, its manifest states {}",
@@ -101,61 +102,19 @@ fn load_snapshot(
 }
 
 /// Applies feed pages until a page says it caught up.
-fn follow(registry: &Registry, copy: &mut Copy, totals: &mut RunTotals) -> anyhow::Result<()> {
-    let mut progress = Progress::new();
+fn follow(registry: &Registry, copy: &mut Copy, totals: &mut RunTotals, progress: &mut Progress) -> anyhow::Result<()> {
     loop {
         let cursor = copy.state()?.map(|state| state.cursor).unwrap_or_default();
         let page: ChangePage = registry.json(&format!("/bulk/changes?since={cursor}&limit={PAGE_LIMIT}"))?;
         totals.feed_items += copy.apply_page(&page.items, &page.next)?;
-        progress.show(totals);
+        progress.feed_page(totals.snapshot_rows, totals.feed_items);
         if page.caught_up {
-            progress.finish(totals);
+            progress.caught_up(totals.snapshot_rows, totals.feed_items);
             return Ok(());
         }
         if page.items.is_empty() {
             // Newer changes are committed but still settling (a replicated store); they are served in seconds.
             std::thread::sleep(SETTLING_WAIT);
-        }
-    }
-}
-
-/// Feed pages between two progress log lines when standard error is not a terminal.
-const PAGES_PER_LOG_LINE: u64 = 20;
-
-/// The run's progress: a status line on a terminal, else a log line now and then.
-struct Progress {
-    started: Instant,
-    terminal: bool,
-    pages: u64,
-}
-
-impl Progress {
-    fn new() -> Progress {
-        Progress { started: Instant::now(), terminal: std::io::stderr().is_terminal(), pages: 0 }
-    }
-
-    fn line(&self, totals: &RunTotals) -> String {
-        let seconds = self.started.elapsed().as_secs_f64().max(0.001);
-        format!(
-            "rights-sync: {} snapshot rows, {} feed items applied ({:.0} items/s)",
-            totals.snapshot_rows,
-            totals.feed_items,
-            totals.feed_items as f64 / seconds
-        )
-    }
-
-    fn show(&mut self, totals: &RunTotals) {
-        self.pages += 1;
-        if self.terminal {
-            telemetry::status_line::show(&self.line(totals));
-        } else if self.pages.is_multiple_of(PAGES_PER_LOG_LINE) {
-            tracing::info!("{}", self.line(totals));
-        }
-    }
-
-    fn finish(&self, totals: &RunTotals) {
-        if self.terminal {
-            telemetry::status_line::finish(&self.line(totals));
         }
     }
 }

@@ -17,6 +17,8 @@ use end_to_end_tests::{
     require_external_tool, serve_quietly, sigkill_after, wait_until_the_feed_settles, workspace_root,
 };
 use projector::generate::{GenerateOptions, generate};
+use read_model::change_feed::{FeedCursor, FeedPosition};
+use read_model::{Audience, ModelVersion};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
@@ -391,7 +393,7 @@ fn only_snapshot_directory(data: &Path) -> PathBuf {
 }
 
 #[test]
-fn a_cursor_a_rebuild_made_unusable_makes_rights_sync_resynchronise_from_the_newest_snapshot() {
+fn cursors_the_feed_no_longer_continues_from_make_rights_sync_resynchronise_from_the_newest_snapshot() {
     let directory = tempfile::tempdir().expect("tempdir");
     let data = directory.path().join("data");
     let (events, rest) = registry(directory.path(), &data);
@@ -402,6 +404,19 @@ fn a_cursor_a_rebuild_made_unusable_makes_rights_sync_resynchronise_from_the_new
     wait_until_the_feed_settles(&address, &key);
     let copy = directory.path().join("copy.sqlite");
     caught_up(sync(&base_url, &key, &copy, &[]));
+
+    // A cursor past every change the feed holds, as one behind what retention removed, is gone (410).
+    let gone = FeedCursor {
+        model_version: ModelVersion(1),
+        audience: Audience::Production,
+        position: FeedPosition { sequence: i64::MAX >> 1, lcc_id: String::new() },
+    };
+    let connection = rusqlite::Connection::open(&copy).expect("copy");
+    connection.execute("UPDATE sync_state SET cursor = ?1", [gone.encode()]).expect("an unusable cursor");
+    let run = sync(&base_url, &key, &copy, &[]);
+    assert!(run.stderr.contains("no longer retained"), "{}", run.stderr);
+    assert_eq!(caught_up(run)["resynchronisations"], 1);
+    assert_equal_to_the_export(&copy, &address, &key);
 
     // A rebuild of the whole stream into model version 2, activated, and a snapshot of it.
     copy_files(&rest, &events);
