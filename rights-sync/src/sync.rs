@@ -7,6 +7,7 @@
 //! with its cursor, and the registry module says what the answers mean.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use serde::Deserialize;
 
@@ -18,7 +19,7 @@ use crate::snapshot::{self, KeySource};
 /// Items asked per feed page: the API's largest page.
 const PAGE_LIMIT: u32 = 1_000;
 /// The pause before asking again for changes that are still settling.
-const SETTLING_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+const SETTLING_WAIT: Duration = Duration::from_secs(1);
 /// Snapshots loaded in one run after a 410 at most: a registry that answers
 /// 410 to the cursor of the snapshot it just served is not making progress.
 const MOST_RESYNCHRONISATIONS: u32 = 2;

@@ -116,9 +116,36 @@ fn registry(directory: &Path, data: &Path) -> (PathBuf, Vec<PathBuf>) {
     let events = directory.join("events");
     std::fs::create_dir_all(&events).expect("events directory");
     copy_files(first, &events);
-    project(&events, &data.to_path_buf(), 1_000);
+    project(&events, data, 1_000);
     cut_snapshot(data);
     (events, rest.to_vec())
+}
+
+/// A registry (see [`registry`]) served by `query-api`, with a production
+/// key for bulk reads, once its change feed has settled.
+struct Served {
+    directory: tempfile::TempDir,
+    data: PathBuf,
+    /// The events projected so far, and the rest of the stream.
+    events: PathBuf,
+    rest: Vec<PathBuf>,
+    address: String,
+    base_url: String,
+    key: String,
+    server: KillOnDrop,
+}
+
+impl Served {
+    fn start() -> Served {
+        let directory = tempfile::tempdir().expect("tempdir");
+        let data = directory.path().join("data");
+        let (events, rest) = registry(directory.path(), &data);
+        let (server, address) = serve_quietly(&data);
+        let base_url = format!("http://{address}{BASE_PATH}");
+        let key = issue_production_key(&data, &["bulk:read"], 1_000_000);
+        wait_until_the_feed_settles(&address, &key);
+        Served { directory, data, events, rest, address, base_url, key, server: KillOnDrop(server) }
+    }
 }
 
 fn cut_snapshot(data: &Path) {
@@ -143,14 +170,7 @@ fn newest_manifest(address: &str, key: &str) -> Value {
 #[test]
 fn rights_sync_copies_a_signed_snapshot_and_follows_the_feed_to_a_copy_equal_to_the_export() {
     require_external_tool("python3");
-    let directory = tempfile::tempdir().expect("tempdir");
-    let data = directory.path().join("data");
-    let (events, rest) = registry(directory.path(), &data);
-    let (server, address) = serve_quietly(&data.to_path_buf());
-    let _server = KillOnDrop(server);
-    let base_url = format!("http://{address}{BASE_PATH}");
-    let key = issue_production_key(&data.to_path_buf(), &["bulk:read"], 1_000_000);
-    wait_until_the_feed_settles(&address, &key);
+    let Served { directory, data, events, rest, address, base_url, key, server: _server } = Served::start();
 
     // An earlier run stopped halfway through the first file's download.
     let copy = directory.path().join("copy.sqlite");
@@ -237,15 +257,9 @@ fn rights_sync_copies_a_signed_snapshot_and_follows_the_feed_to_a_copy_equal_to_
 
 #[test]
 fn rights_sync_killed_at_random_points_resumes_and_ends_equal_to_the_export() {
-    let directory = tempfile::tempdir().expect("tempdir");
-    let data = directory.path().join("data");
-    let (events, rest) = registry(directory.path(), &data);
+    let Served { directory, data, events, rest, address, base_url, key, server: _server } = Served::start();
     copy_files(&rest, &events);
     project(&events, &data, 200);
-    let (server, address) = serve_quietly(&data.to_path_buf());
-    let _server = KillOnDrop(server);
-    let base_url = format!("http://{address}{BASE_PATH}");
-    let key = issue_production_key(&data.to_path_buf(), &["bulk:read"], 1_000_000);
     wait_until_the_feed_settles(&address, &key);
 
     // How long a whole run takes here, so that kills land throughout one.
@@ -336,13 +350,7 @@ fn kill_once_along_the_feed(child: &mut std::process::Child, copy: &Path, snapsh
 
 #[test]
 fn a_snapshot_that_does_not_verify_stops_rights_sync_and_leaves_the_copy_as_it_was() {
-    let directory = tempfile::tempdir().expect("tempdir");
-    let data = directory.path().join("data");
-    registry(directory.path(), &data);
-    let (server, address) = serve_quietly(&data.to_path_buf());
-    let _server = KillOnDrop(server);
-    let base_url = format!("http://{address}{BASE_PATH}");
-    let key = issue_production_key(&data.to_path_buf(), &["bulk:read"], 1_000_000);
+    let Served { directory, data, address, base_url, key, server: _server, .. } = Served::start();
     let copy = directory.path().join("copy.sqlite");
     let failed = |run: SyncRun, reason: &str| {
         assert_eq!(run.code, Some(1), "{}\n{}", run.summary, run.stderr);
@@ -394,14 +402,7 @@ fn only_snapshot_directory(data: &Path) -> PathBuf {
 
 #[test]
 fn cursors_the_feed_no_longer_continues_from_make_rights_sync_resynchronise_from_the_newest_snapshot() {
-    let directory = tempfile::tempdir().expect("tempdir");
-    let data = directory.path().join("data");
-    let (events, rest) = registry(directory.path(), &data);
-    let (server, address) = serve_quietly(&data.to_path_buf());
-    let _server = KillOnDrop(server);
-    let base_url = format!("http://{address}{BASE_PATH}");
-    let key = issue_production_key(&data.to_path_buf(), &["bulk:read"], 1_000_000);
-    wait_until_the_feed_settles(&address, &key);
+    let Served { directory, data, events, rest, address, base_url, key, server: _server } = Served::start();
     let copy = directory.path().join("copy.sqlite");
     caught_up(sync(&base_url, &key, &copy, &[]));
 
@@ -463,16 +464,34 @@ fn cursors_the_feed_no_longer_continues_from_make_rights_sync_resynchronise_from
     let snapshot = newest_manifest(&address, &key)["snapshotId"].as_str().expect("id").to_owned();
     assert_eq!(state.map(|(id, _)| id), Some(snapshot), "the copy stands on the new snapshot");
     eprintln!("after a rebuild the copy re-synchronised from the newest snapshot: {rows} works equal");
+
+    // On a terminal, a new copy shows its progress on one line rewritten in place.
+    let command = format!(
+        "exec {} --from {base_url} --key {key} --into {}",
+        binary("rights-sync").display(),
+        directory.path().join("on-a-terminal.sqlite").display()
+    );
+    let output = Command::new("script")
+        .args(["--quiet", "--return", "--command", &command, "/dev/null"])
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .output()
+        .expect("util-linux's script runs");
+    let terminal = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{terminal}");
+    let lines: Vec<&str> = terminal.split("\r\x1b[2K").map(str::trim_end).collect();
+    let manifest = newest_manifest(&address, &key);
+    let files =
+        manifest["files"].as_array().expect("files").iter().filter(|file| file["format"] == "ndjson.gz").count();
+    let downloading = format!("downloading file {files} of {files}");
+    assert!(lines.iter().any(|line| line.contains(&downloading)), "{downloading:?}: {terminal:?}");
+    let last = format!("rights-sync: {rows} snapshot rows, 0 feed items applied");
+    assert!(lines.iter().any(|line| line.starts_with(&last)), "the last status line: {terminal:?}");
 }
 
 #[test]
 fn rights_sync_waits_for_the_keys_rate_limit_rather_than_being_refused() {
-    let directory = tempfile::tempdir().expect("tempdir");
-    let data = directory.path().join("data");
-    registry(directory.path(), &data);
-    let (server, address) = serve_quietly(&data);
-    let _server = KillOnDrop(server);
-    let base_url = format!("http://{address}{BASE_PATH}");
+    let Served { directory, data, address, base_url, key: unlimited, server: _server, .. } = Served::start();
     // A run asks for the snapshot list, its manifest, the key set, four files and the feed's pages.
     let key = issue_production_key(&data, &["bulk:read"], 5);
     let copy = directory.path().join("copy.sqlite");
@@ -480,7 +499,6 @@ fn rights_sync_waits_for_the_keys_rate_limit_rather_than_being_refused() {
     assert!(run.stderr.contains("waiting for the key's rate limit"), "{}", run.stderr);
     assert!(!run.stderr.contains("(429)"), "no request was refused:\n{}", run.stderr);
     caught_up(run);
-    let unlimited = issue_production_key(&data, &["bulk:read"], 1_000_000);
     let rows = assert_equal_to_the_export(&copy, &address, &unlimited);
     eprintln!("with a key of 5 requests a minute, rights-sync waited and copied {rows} works");
 }
