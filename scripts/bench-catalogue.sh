@@ -16,16 +16,12 @@ cd "$(dirname "$0")/.."
 
 works="${1:-1250000}"
 work_directory="$(mktemp -d "${TMPDIR:-/tmp}/catalogue-bench.XXXXXX")"
-server_pid=""
-cleanup() {
-    [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null || true
-    rm -rf "$work_directory"
-}
-trap cleanup EXIT
+query_api=target/release/query-api
+# shellcheck source=scripts/bench/served_store.sh
+source scripts/bench/served_store.sh
 
 cargo build --release --quiet --bin projector --bin query-api
 projector=target/release/projector
-query_api=target/release/query-api
 
 echo "generating and projecting $works works in $work_directory"
 "$projector" generate --works "$works" --seed 42 --events-per-segment 50000 --out "$work_directory/events" >/dev/null
@@ -38,15 +34,7 @@ start=$(date +%s.%N)
     >"$work_directory/snapshot.txt" 2>"$work_directory/snapshot-time.txt"
 end=$(date +%s.%N)
 
-"$query_api" serve --data-dir "$work_directory/data" --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 \
-    --snapshot-interval-minutes 0 >"$work_directory/serve.txt" 2>/dev/null &
-server_pid=$!
-for _ in $(seq 1 600); do
-    grep -q '^listening' "$work_directory/serve.txt" && break
-    sleep 0.05
-done
-address=$(sed -n 's/^listening public=\([^ ]*\).*/\1/p' "$work_directory/serve.txt")
-key=$("$query_api" keys --data-dir "$work_directory/data" issue --partner bench --scopes bulk:read --rate-limit 100000000 2>/dev/null)
+serve_store "$work_directory/data"
 
 python3 - "$work_directory" "$start" "$end" "$address" "$key" <<'PY'
 import base64, http.client, json, re, sqlite3, sys, time

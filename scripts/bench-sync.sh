@@ -17,16 +17,12 @@ cd "$(dirname "$0")/.."
 
 works="${1:-1000000}"
 work_directory="$(mktemp -d "${TMPDIR:-/tmp}/sync-bench.XXXXXX")"
-server_pid=""
-cleanup() {
-    [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null || true
-    rm -rf "$work_directory"
-}
-trap cleanup EXIT
+query_api=target/release/query-api
+# shellcheck source=scripts/bench/served_store.sh
+source scripts/bench/served_store.sh
 
 cargo build --release --quiet --bin projector --bin query-api --bin rights-sync
 projector=target/release/projector
-query_api=target/release/query-api
 rights_sync=target/release/rights-sync
 
 echo "generating $works works in $work_directory"
@@ -43,15 +39,7 @@ echo "projecting $first_part of ${#files[@]} files and cutting a snapshot"
 project
 "$query_api" snapshot --data-dir "$work_directory/data" --audience production >/dev/null 2>&1
 
-"$query_api" serve --data-dir "$work_directory/data" --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 \
-    --snapshot-interval-minutes 0 >"$work_directory/serve.txt" 2>/dev/null &
-server_pid=$!
-for _ in $(seq 1 600); do
-    grep -q '^listening' "$work_directory/serve.txt" && break
-    sleep 0.05
-done
-address=$(sed -n 's/^listening public=\([^ ]*\).*/\1/p' "$work_directory/serve.txt")
-key=$("$query_api" keys --data-dir "$work_directory/data" issue --partner bench --scopes bulk:read --rate-limit 100000000 2>/dev/null)
+serve_store "$work_directory/data"
 base_url="http://$address/api/v1/public/v1"
 
 # One run into the copy; writes its summary and timing as "NAME.json" and "NAME-time.txt".
