@@ -5,6 +5,7 @@
 //! that no retry changes, a registry that cannot answer now) and must not
 //! know what the answers hold.
 
+use std::cell::Cell;
 use std::io::Read;
 use std::time::Duration;
 
@@ -14,6 +15,8 @@ use serde::de::DeserializeOwned;
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
 /// The longest wait for the rate limit that the sync accepts before it stops.
 const LONGEST_LIMIT_WAIT: Duration = Duration::from_secs(120);
+/// Refusals over the rate limit (429) in a row after which a request gives up.
+const MOST_REFUSALS_IN_A_ROW: u32 = 10;
 /// Bytes of a refusal's body kept for its message.
 const REFUSAL_BODY_BYTES: u64 = 4 * 1024;
 
@@ -49,6 +52,9 @@ pub struct Registry {
     /// The origin and base path, without a trailing slash.
     base_url: String,
     key: String,
+    /// Set when an answer said the key's quota is spent: how long to wait
+    /// before the next request.
+    quota_spent_for: Cell<Option<Duration>>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -65,7 +71,7 @@ impl Registry {
             .max_redirects(0)
             .build()
             .new_agent();
-        Registry { agent, base_url: base_url.trim_end_matches('/').to_owned(), key }
+        Registry { agent, base_url: base_url.trim_end_matches('/').to_owned(), key, quota_spent_for: Cell::new(None) }
     }
 
     pub fn base_url(&self) -> &str {
@@ -97,11 +103,15 @@ impl Registry {
     }
 
     /// Sends `GET`, waiting as the rate limit asks: after a 429 for its
-    /// `Retry-After`, and before the next request when the answer says
-    /// the quota is spent.
+    /// `Retry-After`, and before the next request when an answer said the
+    /// quota is spent (not before reading that answer, which may be a file
+    /// the server is still sending).
     fn get(&self, path: &str, headers: &[(&str, &str)]) -> Result<ureq::http::Response<ureq::Body>, RegistryError> {
         let url = format!("{}{path}", self.base_url);
-        loop {
+        if let Some(wait) = self.quota_spent_for.take() {
+            wait_for_the_limit(path, wait)?;
+        }
+        for _ in 0..MOST_REFUSALS_IN_A_ROW {
             let mut request = self.agent.get(&url).header("x-api-key", &self.key);
             for (name, value) in headers {
                 request = request.header(*name, *value);
@@ -117,10 +127,12 @@ impl Registry {
                 continue;
             }
             if header("x-ratelimit-remaining") == Some(0) {
-                wait_for_the_limit(path, Duration::from_secs(header("x-ratelimit-reset").unwrap_or(1)))?;
+                self.quota_spent_for.set(Some(Duration::from_secs(header("x-ratelimit-reset").unwrap_or(1))));
             }
             return Ok(response);
         }
+        let reason = format!("refused {MOST_REFUSALS_IN_A_ROW} times in a row over the key's rate limit");
+        Err(RegistryError::Unavailable { path: path.to_owned(), reason })
     }
 }
 
