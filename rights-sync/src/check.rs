@@ -64,9 +64,8 @@ struct RowKey {
 /// Compares every row of the copy with every row the registry serves.
 pub fn compare(registry: &Registry, copy: &Copy) -> anyhow::Result<CheckReport> {
     let mut copied: BTreeMap<String, String> = BTreeMap::new();
-    copy.rows(|row| {
-        let key: RowKey = serde_json::from_str(row)?;
-        copied.insert(key.lcc_id, row.to_owned());
+    copy.rows(|lcc_id, row| {
+        copied.insert(lcc_id.to_owned(), row.to_owned());
         Ok(())
     })?;
     let mut report = CheckReport { rows: copied.len() as u64, ..CheckReport::default() };

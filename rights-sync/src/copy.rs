@@ -206,13 +206,13 @@ impl Copy {
         Ok(())
     }
 
-    /// Every row's exact JSON, in lccId order: what a Parquet export writes.
-    pub fn rows(&self, mut each: impl FnMut(&str) -> anyhow::Result<()>) -> anyhow::Result<u64> {
-        let mut statement = self.connection.prepare("SELECT row_json FROM works ORDER BY lcc_id")?;
+    /// Every row's lccId and exact JSON, in lccId order.
+    pub fn rows(&self, mut each: impl FnMut(&str, &str) -> anyhow::Result<()>) -> anyhow::Result<u64> {
+        let mut statement = self.connection.prepare("SELECT lcc_id, row_json FROM works ORDER BY lcc_id")?;
         let mut rows = statement.query([])?;
         let mut count = 0;
         while let Some(row) = rows.next()? {
-            each(row.get_ref(0)?.as_str()?)?;
+            each(row.get_ref(0)?.as_str()?, row.get_ref(1)?.as_str()?)?;
             count += 1;
         }
         Ok(count)

@@ -14,7 +14,7 @@ pub fn write(copy: &Copy, path: &Path) -> anyhow::Result<u64> {
     let partial = path.with_extension("parquet.partial");
     let file = std::io::BufWriter::new(std::fs::File::create(&partial)?);
     let mut rows = ParquetRows::new(file)?;
-    let count = copy.rows(|row| Ok(rows.push(row.as_bytes())?))?;
+    let count = copy.rows(|_, row| Ok(rows.push(row.as_bytes())?))?;
     let file = rows.finish()?.into_inner().map_err(|error| error.into_error())?;
     file.sync_all()?;
     std::fs::rename(&partial, path)?;

@@ -8,14 +8,14 @@
 //! copy as it was.
 
 use std::fs::{File, OpenOptions};
-use std::io::{BufReader, Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use query_api::signing::{KeySet, verify_document};
 use query_api::snapshots::Manifest;
+use query_api::snapshots::hashing_writer::HashingWriter;
 use query_api::snapshots::manifest::NDJSON_GZ;
 use serde::Deserialize;
-use sha2::{Digest, Sha256};
 
 use crate::progress::Progress;
 use crate::registry::{Download, Registry, RegistryError};
@@ -152,22 +152,13 @@ fn download(registry: &Registry, path: &str, target: &Path, bytes: u64, sha256: 
 
 /// Whether a downloaded file has the size and SHA-256 the manifest states.
 fn check_file(target: &Path, bytes: u64, sha256: &str) -> Result<(), String> {
-    let mut reader = BufReader::new(File::open(target).map_err(|error| error.to_string())?);
-    let mut hasher = Sha256::new();
-    let mut buffer = vec![0; 64 * 1024];
-    let mut read = 0u64;
-    loop {
-        let count = reader.read(&mut buffer).map_err(|error| error.to_string())?;
-        if count == 0 {
-            break;
-        }
-        hasher.update(&buffer[..count]);
-        read += count as u64;
-    }
+    let mut file = File::open(target).map_err(|error| error.to_string())?;
+    let mut hashing = HashingWriter::new(std::io::sink());
+    std::io::copy(&mut file, &mut hashing).map_err(|error| error.to_string())?;
+    let (_, read, actual) = hashing.finish();
     if read != bytes {
         return Err(format!("{read} bytes, the manifest states {bytes}"));
     }
-    let actual: String = hasher.finalize().iter().map(|byte| format!("{byte:02x}")).collect();
     if actual != sha256 {
         return Err(format!("SHA-256 {actual}, the manifest states {sha256}"));
     }

@@ -10,7 +10,7 @@
 
 pub mod cutting;
 mod errors;
-mod hashing_writer;
+pub mod hashing_writer;
 pub mod library;
 pub mod manifest;
 pub mod parquet_file;
