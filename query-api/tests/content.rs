@@ -205,7 +205,7 @@ async fn the_evidence_package_has_every_element_of_the_specification() {
     assert_eq!(body["protection"]["inForce"], true);
     assert!(body["protection"]["remaining"]["years"].as_i64().is_some_and(|years| years >= 80));
     assert_eq!(body["disputeStatus"], "none");
-    assert_eq!(body["publicLookupUrl"], "https://api.example.org/api/v1/public/v1/rights/SANDBOX-LCC-0003");
+    assert_eq!(body["publicLookupUrl"], "https://api.example.org/api/v1/public/v1/records/SANDBOX-LCC-0003");
 }
 
 #[tokio::test]

@@ -112,7 +112,7 @@ async fn live_examples(service: &Service, document: &Value) -> BTreeMap<String, 
     let (_, evidence, _) = service.get(&format!("/rights/{work_id}/evidence"), Some(&key)).await;
 
     let mut requests: BTreeMap<&str, Value> = BTreeMap::new();
-    for id in ["getRightsProfile", "getMetadata", "getProvenance", "getEvidencePackage"] {
+    for id in ["getRightsProfile", "getMetadata", "getProvenance", "getEvidencePackage", "getPublicRecord"] {
         requests.insert(id, json!({ "parameters": { "lccId": work_id } }));
     }
     requests.insert("verifyRights", json!({ "parameters": { "lccId": work_id, "sha256": evidence["fileSha256"] } }));
@@ -268,6 +268,7 @@ async fn the_description_is_openapi_3_1_and_covers_every_endpoint_of_the_specifi
         ("post", "/oai", None),
         ("post", "/rights/lookup", Some("rights:read")),
         ("get", "/keys", None),
+        ("get", "/records/{lccId}", None),
     ]
     .into_iter()
     .map(|(method, path, scope)| (method.to_owned(), path.to_owned(), scope))

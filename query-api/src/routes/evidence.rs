@@ -38,7 +38,9 @@ pub struct EvidencePackage {
     pub dispute_status: DisputeStatus,
     pub disputes: Vec<DisputeSummary>,
     pub certificate: Option<CertificateRecord>,
-    /// Where anyone can check the record independently.
+    /// The work's public record (`/records/{lccId}`): anyone can open it
+    /// without a key, see what the registry holds now, and check this
+    /// package's signature there.
     pub public_lookup_url: String,
     /// The head of the work's provenance chain (`/rights/{lccId}/provenance`)
     /// when the package was generated: a later provenance must extend it.
@@ -120,7 +122,7 @@ pub async fn evidence(
         let (_, provenance_chain) = chained_provenance(&app, &lcc_id).await?;
         let now = Timestamp(app.clock.unix_ms());
         let mut package = EvidencePackage {
-            public_lookup_url: app.public_url(&format!("/rights/{lcc_id}")),
+            public_lookup_url: app.public_url(&format!("/records/{lcc_id}")),
             lcc_id: inputs.lcc_id,
             title: inputs.title,
             status: inputs.status,

@@ -18,6 +18,8 @@ mod metadata;
 mod oai;
 pub mod openapi;
 mod parameters;
+mod public_record;
+mod record_page;
 mod rights;
 mod sandbox;
 mod signing_keys;
@@ -66,6 +68,7 @@ fn described_endpoints() -> OpenApiRouter<RouterState> {
         .routes(routes!(snapshots::manifest))
         .routes(routes!(snapshots::file))
         .routes(routes!(evidence::evidence))
+        .routes(routes!(public_record::public_record))
         .routes(routes!(sandbox::fixtures))
         .routes(routes!(sandbox::register))
         .routes(routes!(oai::oai_get, oai::oai_post))
@@ -99,7 +102,7 @@ pub fn router(app: Arc<App>) -> Router {
     let openapi = openapi::ServedDocument::of(description, &app.settings);
     let edge =
         crate::edge::EdgeLayer::new(Arc::clone(&app.metrics), app.settings.connections.request_timeout, MAX_BODY_BYTES);
-    let mut router = api;
+    let mut router = api.merge(record_page::router());
     if app.settings.environment != Environment::Production {
         router = router.merge(docs::router());
     }

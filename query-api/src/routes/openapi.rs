@@ -67,7 +67,10 @@ pub fn examples() -> BTreeMap<String, OperationExample> {
 license status, Dublin Core metadata, provenance, a bulk export of published works without personal data, and \
 evidence packages.\n\nSend your key in the `x-api-key` header. Each operation names the scope it needs. Sandbox keys \
 (from `POST /sandbox/register`) read only sandbox records, whose ids start with `SANDBOX-`; `GET /sandbox/fixtures` \
-lists them with the scenario each demonstrates. Responses of the sandbox and of production have the same shapes.\n\n\
+lists them with the scenario each demonstrates. Responses of the sandbox and of production have the same shapes. \
+Sandbox records are simulated data, provided under Decree 277/2026, Article 7(5); they are not records of the \
+registry.\n\nAnyone may read a work's public record, without a key, at `/records/{lccId}` (the `publicLookupUrl` \
+of its evidence packages): JSON, or a page that checks an evidence package in the browser.\n\n\
 Every limited response carries `X-RateLimit-Limit`, `X-RateLimit-Remaining` and `X-RateLimit-Reset` (whole seconds \
 until the quota is fully restored); over the limit the answer is 429 with `Retry-After`. Every failure is an RFC 9457 \
 `application/problem+json` body with a stable `code`. Every answer carries `x-request-id`: the one the request \
@@ -84,7 +87,8 @@ files are sent as they are."
         (name = "Licenses", description = "License status, Blanket or Individual."),
         (name = "Metadata", description = "Dublin Core metadata and provenance of works."),
         (name = "Bulk", description = "The open-data export of published works."),
-        (name = "Sandbox", description = "Simulated data to try the API with, and sandbox keys."),
+        (name = "Public record", description = "What anyone may know about a work, without a key: the public lookup link of evidence packages."),
+        (name = "Sandbox", description = "Simulated data to try the API with, provided under Decree 277/2026, Article 7(5), and sandbox keys."),
         (name = "Keys", description = "The public keys that verify signed evidence packages and snapshot manifests."),
         (name = "Description", description = "This document."),
     ),

@@ -19,9 +19,17 @@ use crate::access::with_rate_headers;
 use crate::app::{App, BASE_PATH};
 use crate::errors::ApiError;
 
+/// What sandbox data is and the legal basis it is provided under, as the
+/// specification states it; said wherever sandbox data is described.
+pub const SIMULATED_DATA_NOTICE: &str = "Simulated data, not a record of the registry: provided under Decree \
+     277/2026, Article 7(5).";
+
 /// The answer of `GET /sandbox/fixtures`.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct FixtureCatalogue {
+    /// What the fixtures are and the legal basis they are provided under.
+    #[schema(examples("Simulated data, not a record of the registry: provided under Decree 277/2026, Article 7(5)."))]
+    pub notice: &'static str,
     pub count: usize,
     #[schema(value_type = Vec<SandboxFixture>)]
     pub fixtures: Vec<Box<RawValue>>,
@@ -35,7 +43,7 @@ pub struct FixtureCatalogue {
     operation_id = "listSandboxFixtures",
     tag = "Sandbox",
     summary = "Sandbox test identifiers",
-    description = "Every sandbox work and license id, with the scenarios it demonstrates and, for works, the ISWC and ISRCs to try. Takes no key; limited per client address.",
+    description = "Every sandbox work and license id, with the scenarios it demonstrates and, for works, the ISWC and ISRCs to try. All of it is simulated data, provided under Decree 277/2026, Article 7(5), as `notice` says. Takes no key; limited per client address.",
     responses(
         (status = 200, description = "The fixture catalogue.", body = FixtureCatalogue),
     ),
@@ -47,7 +55,7 @@ pub async fn fixtures(State(app): State<Arc<App>>, ClientAddress(client): Client
     };
     let result = async {
         let fixtures = stored_json_list(app.store.sandbox_fixtures().await?)?;
-        json_of(StatusCode::OK, &FixtureCatalogue { count: fixtures.len(), fixtures })
+        json_of(StatusCode::OK, &FixtureCatalogue { notice: SIMULATED_DATA_NOTICE, count: fixtures.len(), fixtures })
     };
     with_rate_headers(result.await.unwrap_or_else(IntoResponse::into_response), &rate)
 }
