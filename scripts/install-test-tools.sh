@@ -7,13 +7,14 @@
 #   rustfmt, clippy the formatting and lint checks
 #   promtool        (Debian: prometheus) the /metrics exposition, ops/ rules
 #   docker-compose  `config` checks docker-compose.yml (needs no engine)
-#   chromium        renders /api/docs headless
+#   chromium        renders /api/docs headless; the public record page's checks run in it
 #   wrk             drives the load benchmark's smoke test
 #   nginx           the shipped balancer configuration in front of two replicas
 #   java, maven     (Debian: openjdk-17-jdk-headless, maven) run and fetch the engines
 #   script          (Debian: bsdutils) a pseudo-terminal for the rebuild's progress line
 #   node, npm       (Debian: nodejs, npm) the generated TypeScript client's check, whose
-#                   packages tests/clients/typescript/package-lock.json pins
+#                   packages tests/clients/typescript/package-lock.json pins, and
+#                   playwright-core, which drives Chromium (tests/browser/package-lock.json)
 #   engines         Apache Cassandra and Apache Kafka, fetched with Maven into a
 #                   per-machine cache (scripts/install-engines.sh)
 #   Python tools    tests/python-requirements.txt: the OpenAPI checkers, the
@@ -47,11 +48,12 @@ fi
 
 scripts/install-engines.sh >/dev/null
 
-# The lock file's packages, installed again only when the lock changed.
-typescript_client=tests/clients/typescript
-if ! cmp -s "$typescript_client/package-lock.json" "$typescript_client/node_modules/.package-lock.json.installed"; then
-    npm ci --prefix "$typescript_client" --no-audit --no-fund --loglevel=error >/dev/null
-    cp "$typescript_client/package-lock.json" "$typescript_client/node_modules/.package-lock.json.installed"
-fi
+# Each lock file's packages, installed again only when the lock changed.
+for node_project in tests/clients/typescript tests/browser; do
+    if ! cmp -s "$node_project/package-lock.json" "$node_project/node_modules/.package-lock.json.installed"; then
+        npm ci --prefix "$node_project" --no-audit --no-fund --loglevel=error >/dev/null
+        cp "$node_project/package-lock.json" "$node_project/node_modules/.package-lock.json.installed"
+    fi
+done
 
 python3 -m pip install --quiet --disable-pip-version-check -r tests/python-requirements.txt

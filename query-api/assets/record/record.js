@@ -16,6 +16,18 @@ const input = document.getElementById("document");
 const fileInput = document.getElementById("file");
 const verdictArea = document.getElementById("verdict");
 
+// What each kind of failure means to someone handed the document.
+const PLAIN_REJECTIONS = {
+  "not-json": "this is not a JSON document",
+  "not-an-object": "this is not an evidence package or a snapshot manifest",
+  unsigned: "the document carries no signature, so nothing says the registry issued it",
+  malformed: "its signature is damaged or was not made by this registry",
+  "unknown-key": "no key this registry publishes signed it",
+  "unusable-key": "the registry's key set is damaged; report it to the registry",
+  "not-checkable": "this browser cannot rebuild exactly what was signed; check it with `query-api evidence verify`",
+  "content-changed": "the document was changed after the registry signed it; do not rely on what it says",
+  "signed-after-retirement": "it is dated after its key was retired, so the registry did not issue it then",
+};
 const AUDIENCE_NAMES = { production: "a record of the registry", sandbox: "sandbox data (simulated)" };
 const keySets = new Map();
 
@@ -68,7 +80,8 @@ function statements(pkg) {
   let chainNow = `${now.length} entries, head ${now.hash}`;
   let chainSame = chain.length === now.length && chain.hash === now.hash;
   if (!chainSame && Number.isInteger(chain.length) && now.length > chain.length) {
-    chainNow += ` (${now.length - chain.length} entries added since)`;
+    const added = now.length - chain.length;
+    chainNow += ` (${added} ${added === 1 ? "entry" : "entries"} added since)`;
   }
   return [
     ["Title", pkg.title, record.title],
@@ -192,7 +205,7 @@ async function check(text) {
     return;
   }
   if (!verdict.valid) {
-    show("invalid", `Not valid: ${verdict.reason}.`, verdict);
+    show("invalid", `Not valid: ${PLAIN_REJECTIONS[verdict.rejection] ?? verdict.reason}.`, verdict);
     return;
   }
   if (kind === "manifest") {
@@ -221,7 +234,7 @@ async function check(text) {
   const agreement =
     differences === 0
       ? "Every statement it shares with the public record agrees with the record now."
-      : `${differences} of its statements differ from the public record now: the record changed after the package was issued.`;
+      : `${differences} of its statements ${differences === 1 ? "differs" : "differ"} from the public record now: the record changed after the package was issued.`;
   show(
     "valid",
     `Valid: issued by the registry at ${verdict.dated}, signed by ${signedBy(verdict)}. ${agreement}`,

@@ -32,7 +32,7 @@ function base64urlEncode(bytes) {
 }
 
 function malformed(reason) {
-  return { valid: false, reason: `the signature is malformed: ${reason}` };
+  return { valid: false, rejection: "malformed", reason: `the signature is malformed: ${reason}` };
 }
 
 // The detached JWS taken apart, or a rejection.
@@ -83,22 +83,24 @@ function datedOf(members) {
 }
 
 // The verdict on `text` (a document as pasted) against `keySet` (a JWK Set):
-// {valid: true, kid, status, dated} or {valid: false, kid?, reason}.
+// {valid: true, kid, status, dated} or {valid: false, kid?, rejection, reason},
+// where `rejection` names the kind of failure and `reason` is the command's.
 export async function verifyDocument(text, keySet) {
   let members;
   try {
     members = JSON.parse(text);
   } catch (error) {
-    return { valid: false, reason: `the document is not JSON (${error.message})` };
+    return { valid: false, rejection: "not-json", reason: `the document is not JSON (${error.message})` };
   }
   if (members === null || typeof members !== "object" || Array.isArray(members)) {
-    return { valid: false, reason: "the document is not a JSON object" };
+    return { valid: false, rejection: "not-an-object", reason: "the document is not a JSON object" };
   }
   const signature = members.signature;
   delete members.signature;
   if (typeof signature !== "string") {
     return {
       valid: false,
+      rejection: "unsigned",
       reason: "the document carries no signature (a `signature` member holding a detached JWS)",
     };
   }
@@ -112,12 +114,18 @@ export async function verifyDocument(text, keySet) {
     return {
       valid: false,
       kid,
+      rejection: "unknown-key",
       reason:
         `the key set has no key ${kid}: the document was signed by another registry, for the sandbox (sandbox ` +
         "documents never verify against the production keys), or by a key this key set does not publish",
     };
   }
-  const unusable = { valid: false, kid, reason: `key ${kid} of the key set is not an Ed25519 public key` };
+  const unusable = {
+    valid: false,
+    kid,
+    rejection: "unusable-key",
+    reason: `key ${kid} of the key set is not an Ed25519 public key`,
+  };
   const publicKey = key.kty === "OKP" && key.crv === "Ed25519" ? base64urlDecode(key.x ?? "") : null;
   if (publicKey === null || publicKey.length !== 32) {
     return unusable;
@@ -134,7 +142,12 @@ export async function verifyDocument(text, keySet) {
     payload = new TextEncoder().encode(canonicalJson(members));
   } catch (error) {
     if (error instanceof NotCanonicalizable) {
-      return { valid: false, kid, reason: `the document cannot be checked in a browser: it holds ${error.message}` };
+      return {
+        valid: false,
+        kid,
+        rejection: "not-checkable",
+        reason: `the document cannot be checked in a browser: it holds ${error.message}`,
+      };
     }
     throw error;
   }
@@ -144,6 +157,7 @@ export async function verifyDocument(text, keySet) {
     return {
       valid: false,
       kid,
+      rejection: "content-changed",
       reason: `the signature does not match the content: the document was changed after key ${kid} signed it`,
     };
   }
@@ -151,6 +165,7 @@ export async function verifyDocument(text, keySet) {
     return {
       valid: false,
       kid,
+      rejection: "signed-after-retirement",
       reason: `key ${kid} was retired at ${new Date(Date.parse(key.retiredAt)).toISOString()}, before the document's date ${dated}`,
     };
   }

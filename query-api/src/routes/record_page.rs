@@ -26,6 +26,7 @@ const SCRIPT: &str = include_str!("../../assets/record/record.js");
 const CANONICAL_JSON: &str = include_str!("../../assets/record/canonical-json.js");
 const VERIFICATION: &str = include_str!("../../assets/record/verification.js");
 const STYLE: &str = include_str!("../../assets/record/record.css");
+const ICON: &str = include_str!("../../assets/record/icon.svg");
 
 /// The page's assets, under `{BASE_PATH}/assets/record/`; merged into the
 /// public router in every environment. They take no key and no quota.
@@ -36,6 +37,7 @@ pub fn router<S: Clone + Send + Sync + 'static>() -> Router<S> {
         .route(&path("canonical-json.js"), get(|| async { asset("text/javascript; charset=utf-8", CANONICAL_JSON) }))
         .route(&path("verification.js"), get(|| async { asset("text/javascript; charset=utf-8", VERIFICATION) }))
         .route(&path("record.css"), get(|| async { asset("text/css; charset=utf-8", STYLE) }))
+        .route(&path("icon.svg"), get(|| async { asset("image/svg+xml", ICON) }))
 }
 
 fn asset(content_type: &'static str, body: impl IntoResponse) -> Response {
@@ -87,6 +89,7 @@ fn document(title: &str, main: &str) -> String {
         "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
          <title>{title}</title>\n<link rel=\"stylesheet\" href=\"{BASE_PATH}/assets/record/record.css\">\n\
+         <link rel=\"icon\" href=\"{BASE_PATH}/assets/record/icon.svg\" type=\"image/svg+xml\">\n\
          <script type=\"module\" src=\"{BASE_PATH}/assets/record/record.js\"></script>\n</head>\n<body>\n{main}</body>\n</html>\n",
         title = escape(title),
     )

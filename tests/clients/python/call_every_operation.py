@@ -31,6 +31,7 @@ from generated_client.api.keys import get_signing_keys  # noqa: E402
 from generated_client.api.licenses import get_license_status  # noqa: E402
 from generated_client.api.metadata import get_metadata, get_provenance  # noqa: E402
 from generated_client.api.oai_pmh import oai_pmh, oai_pmh_post  # noqa: E402
+from generated_client.api.public_record import get_public_record  # noqa: E402
 from generated_client.api.rights import (  # noqa: E402
     find_rights_profiles,
     get_evidence_package,
@@ -110,6 +111,14 @@ evidence = answer(
     "getEvidencePackage", get_evidence_package.sync_detailed(work_id, client=client), models.EvidencePackage
 )
 assert evidence.lcc_id == work_id and evidence.signature.count(".") == 2
+
+public_record = answer(
+    "getPublicRecord", get_public_record.sync_detailed(work_id, client=anonymous), models.PublicRecord
+)
+assert evidence.public_lookup_url.endswith(f"/records/{work_id}")
+assert public_record.lcc_id == work_id and public_record.audience == "sandbox"
+assert public_record.file_sha_256 == evidence.file_sha_256
+assert public_record.provenance_chain.hash_ == evidence.provenance_chain.hash_
 
 page = answer("listPublishedWorks", list_published_works.sync_detailed(client=client, limit=5), models.BulkPage)
 assert page.total > 0 and 0 < len(page.items) <= 5

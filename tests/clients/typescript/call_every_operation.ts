@@ -89,6 +89,32 @@ check(provenance.entries.length > 0 && provenance.chain.length === provenance.en
 const evidence = answer("getEvidencePackage", await client.GET("/rights/{lccId}/evidence", onWork));
 check(evidence.lccId === workId && evidence.signature.split(".").length === 3, "a signed evidence package");
 
+const publicRecord = answer(
+  "getPublicRecord",
+  await anonymous.GET("/records/{lccId}", { params: { path: { lccId: workId } } }),
+);
+// JSON, or by content negotiation the HTML page: the JSON form unless HTML is asked for.
+if (typeof publicRecord === "string") {
+  throw new Error("getPublicRecord answered HTML without being asked for it");
+}
+check(
+  evidence.publicLookupUrl.endsWith(`/records/${workId}`) &&
+    publicRecord.lccId === workId &&
+    publicRecord.audience === "sandbox" &&
+    publicRecord.fileSha256 === evidence.fileSha256 &&
+    publicRecord.provenanceChain.hash === evidence.provenanceChain.hash,
+  "the keyless public record the package links to",
+);
+const recordPage = await anonymous.GET("/records/{lccId}", {
+  params: { path: { lccId: workId } },
+  headers: { accept: "text/html" },
+  parseAs: "text",
+});
+check(
+  recordPage.response.status === 200 && String(recordPage.data).includes(`data-lcc-id="${workId}"`),
+  "the page form by content negotiation",
+);
+
 const page = answer("listPublishedWorks", await client.GET("/bulk/works", { params: { query: { limit: 5 } } }));
 check(page.total > 0 && page.items.length > 0 && page.items.length <= 5, "a page of the export");
 

@@ -29,6 +29,7 @@ mod ops_files;
 mod personal_data;
 mod production_shape;
 mod provenance_chain;
+mod public_record_page;
 mod rate_limit_flood;
 mod rebuild_progress;
 mod rights_sync;

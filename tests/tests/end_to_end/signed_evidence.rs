@@ -16,21 +16,21 @@ use end_to_end_tests::{
 };
 
 /// A GET under the base path; panics unless it answers 200.
-fn fetch(address: &str, path: &str, key: Option<&str>) -> String {
+pub(crate) fn fetch(address: &str, path: &str, key: Option<&str>) -> String {
     let headers: Vec<(&str, &str)> = key.map(|key| ("x-api-key", key)).into_iter().collect();
     let (status, _, body) = http(address, "GET", &format!("{BASE_PATH}{path}"), &headers, "");
     assert_eq!(status, 200, "{path}: {body}");
     body
 }
 
-fn save(directory: &Path, name: &str, content: &str) -> PathBuf {
+pub(crate) fn save(directory: &Path, name: &str, content: &str) -> PathBuf {
     let path = directory.join(name);
     std::fs::write(&path, content).expect("save");
     path
 }
 
 /// Runs `query-api signing-keys` on the keyring in `data`; returns its listing.
-fn signing_keys(data: &Path, arguments: &[&str]) -> String {
+pub(crate) fn signing_keys(data: &Path, arguments: &[&str]) -> String {
     let output = Command::new(binary("query-api"))
         .arg("signing-keys")
         .args(arguments)
@@ -43,7 +43,7 @@ fn signing_keys(data: &Path, arguments: &[&str]) -> String {
 }
 
 /// The id of the active production key in a `signing-keys` listing.
-fn active_production_kid(listing: &str) -> String {
+pub(crate) fn active_production_kid(listing: &str) -> String {
     listing
         .lines()
         .find(|line| line.contains("\tproduction\tactive"))
@@ -53,7 +53,7 @@ fn active_production_kid(listing: &str) -> String {
 }
 
 /// `query-api evidence verify`: (valid, what it printed).
-fn verify_with_our_command(document: &Path, keys: &[&str]) -> (bool, String) {
+pub(crate) fn verify_with_our_command(document: &Path, keys: &[&str]) -> (bool, String) {
     let output =
         Command::new(binary("query-api")).args(["evidence", "verify"]).arg(document).args(keys).output().expect("runs");
     let printed = String::from_utf8_lossy(&output.stdout).into_owned();
@@ -62,7 +62,7 @@ fn verify_with_our_command(document: &Path, keys: &[&str]) -> (bool, String) {
 }
 
 /// The verdicts of the independent checker.
-fn verify_with_jwcrypto(spec: &serde_json::Value) -> serde_json::Value {
+pub(crate) fn verify_with_jwcrypto(spec: &serde_json::Value) -> serde_json::Value {
     use std::io::Write;
     let mut child = Command::new("python3")
         .arg(workspace_root().join("tests/evidence/verify_signatures.py"))
@@ -206,7 +206,7 @@ fn signed_packages_and_manifests_verify_with_jwcrypto_across_a_rotation_and_our_
 }
 
 /// Waits until the running service publishes the rotation; returns the key set.
-fn wait_for_rotation(address: &str, old_kid: &str, new_kid: &str) -> String {
+pub(crate) fn wait_for_rotation(address: &str, old_kid: &str, new_kid: &str) -> String {
     let mut key_set = String::new();
     wait_for("the service to read the rotated keyring", || {
         key_set = fetch(address, "/keys", None);
