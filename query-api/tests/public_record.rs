@@ -4,10 +4,15 @@
 
 mod support;
 
+use std::sync::Arc;
+
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
+use query_api::config::Environment;
+use query_api::routes::router;
 use serde_json::json;
 use support::{BASE, Service, split, text};
+use tower::ServiceExt;
 
 const CHROMIUM_ACCEPT: &str = "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,*/*;q=0.8";
 
@@ -78,6 +83,20 @@ async fn the_json_record_needs_no_key_and_states_only_public_facts() {
     let (status, problem, response) = split(service.send(get("/records/LCC-9999999999", None)).await).await;
     assert_eq!((status, problem["code"].as_str()), (StatusCode::NOT_FOUND, Some("not_found")));
     assert_eq!(response.headers()[header::CONTENT_TYPE], "application/problem+json");
+}
+
+#[tokio::test]
+async fn the_page_and_its_assets_are_served_in_production_too() {
+    let service = Service::start().await;
+    let production = service.in_environment(Environment::Production);
+    for (path, accept) in [
+        ("/records/SANDBOX-LCC-0003", CHROMIUM_ACCEPT),
+        ("/records/SANDBOX-LCC-0003", "application/json"),
+        ("/assets/record/record.js", "*/*"),
+    ] {
+        let response = router(Arc::clone(&production)).oneshot(get(path, Some(accept))).await.expect("infallible");
+        assert_eq!(response.status(), StatusCode::OK, "{path} {accept}");
+    }
 }
 
 #[tokio::test]
