@@ -19,7 +19,6 @@ mod oai;
 pub mod openapi;
 mod parameters;
 mod public_record;
-mod record_page;
 mod rights;
 mod sandbox;
 mod signing_keys;
@@ -102,7 +101,7 @@ pub fn router(app: Arc<App>) -> Router {
     let openapi = openapi::ServedDocument::of(description, &app.settings);
     let edge =
         crate::edge::EdgeLayer::new(Arc::clone(&app.metrics), app.settings.connections.request_timeout, MAX_BODY_BYTES);
-    let mut router = api.merge(record_page::router());
+    let mut router = api.merge(public_record::page::router());
     if app.settings.environment != Environment::Production {
         router = router.merge(docs::router());
     }

@@ -16,17 +16,17 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
-use super::public_record::PublicRecord;
+use super::record::PublicRecord;
 use crate::app::BASE_PATH;
 
 const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
      connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
-const SCRIPT: &str = include_str!("../../assets/record/record.js");
-const CANONICAL_JSON: &str = include_str!("../../assets/record/canonical-json.js");
-const VERIFICATION: &str = include_str!("../../assets/record/verification.js");
-const STYLE: &str = include_str!("../../assets/record/record.css");
-const ICON: &str = include_str!("../../assets/record/icon.svg");
+const SCRIPT: &str = include_str!("../../../assets/record/record.js");
+const CANONICAL_JSON: &str = include_str!("../../../assets/record/canonical-json.js");
+const VERIFICATION: &str = include_str!("../../../assets/record/verification.js");
+const STYLE: &str = include_str!("../../../assets/record/record.css");
+const ICON: &str = include_str!("../../../assets/record/icon.svg");
 
 /// The page's assets, under `{BASE_PATH}/assets/record/`; merged into the
 /// public router in every environment. They take no key and no quota.
