@@ -5,8 +5,9 @@
 //
 //   node check_on_record_page.mjs < SPEC
 //
-// SPEC is JSON: {"url", "screenshots": directory, "steps": [{"name",
-// "document": path, "how": "drop" | "paste", "screenshot": bool}]}.
+// SPEC is JSON: {"url", "chromiumFlags": [flag], "screenshots": directory,
+// "steps": [{"name", "document": path, "how": "drop" | "paste",
+// "screenshot": bool}]}.
 // Prints one JSON object: {"record": {"heading", "text", "overflow"},
 // "requests": [url], "violations": [directive], "consoleErrors": [text],
 // "steps": {name: {"verdict", "signature", "kid", "headline", "sentence",
@@ -17,20 +18,7 @@ import { basename, join } from "node:path";
 import { chromium } from "playwright-core";
 
 const spec = JSON.parse(readFileSync(0, "utf-8"));
-const browser = await chromium.launch({
-  executablePath: "/usr/bin/chromium",
-  args: [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-default-apps",
-    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
-  ],
-});
+const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: spec.chromiumFlags });
 const report = { requests: [], violations: [], consoleErrors: [], steps: {} };
 try {
   const context = await browser.newContext({

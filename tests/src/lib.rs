@@ -335,25 +335,28 @@ pub fn require_external_tool(program: &str) {
     }
 }
 
-/// Headless Chromium as the tests run it, with a profile of its own under
-/// `profile`: no background requests, and every host but 127.0.0.1
-/// resolving to nothing, so a page can reach only the test's servers.
+/// The flags every test's Chromium runs with: no background requests, and
+/// every host but 127.0.0.1 resolving to nothing, so a page can reach only
+/// the test's servers.
+pub const CHROMIUM_FLAGS: [&str; 9] = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-default-apps",
+    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+];
+
+/// Headless Chromium as the tests run it, with [`CHROMIUM_FLAGS`] and a
+/// profile of its own under `profile`.
 pub fn headless_chromium(profile: &Path) -> Command {
     let mut command = Command::new("chromium");
     command
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--disable-default-apps",
-            "--virtual-time-budget=10000",
-        ])
-        .arg("--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1")
+        .args(["--headless", "--virtual-time-budget=10000"])
+        .args(CHROMIUM_FLAGS)
         .arg(format!("--user-data-dir={}", profile.join("user-data").display()));
     command
 }

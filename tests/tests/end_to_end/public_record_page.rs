@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use end_to_end_tests::{
-    BASE_PATH, avro_files_in, binary, copy_files, http, issue_production_key, project, require_external_tool,
-    serve_quietly, workspace_root,
+    BASE_PATH, CHROMIUM_FLAGS, avro_files_in, binary, copy_files, http, issue_production_key, project,
+    require_external_tool, serve_quietly, workspace_root,
 };
 use projector::generate::{GenerateOptions, generate};
 use serde_json::{Value, json};
@@ -225,7 +225,9 @@ fn the_public_lookup_link_shows_the_record_and_checks_packages_in_chromium_as_ou
         json!({ "name": "audience-mismatch", "document": sandbox_packages[0], "how": "drop", "screenshot": true }),
     ];
     steps.extend(cases.iter().map(|(name, case)| json!({ "name": name, "document": case.document, "how": "paste" })));
-    let report = check_in_chromium(&json!({ "url": url, "screenshots": screenshots, "steps": steps }));
+    let report = check_in_chromium(
+        &json!({ "url": url, "chromiumFlags": CHROMIUM_FLAGS, "screenshots": screenshots, "steps": steps }),
+    );
 
     // The page without a key: the record, from the page's own origin only.
     assert_eq!(report["record"]["heading"], record["title"], "{report}");

@@ -18,6 +18,9 @@ use axum::routing::get;
 
 use super::record::PublicRecord;
 use crate::app::BASE_PATH;
+// The five characters XML escapes are the ones HTML needs escaped in text
+// and quoted attributes, and HTML5 knows all five references.
+use crate::oai::xml::escape_xml as escape;
 
 const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
      connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
@@ -51,22 +54,6 @@ fn secure(headers: &mut axum::http::HeaderMap, content_type: &'static str) {
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CONTENT_SECURITY_POLICY));
     headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
-}
-
-/// Escapes text for an HTML element or a quoted attribute.
-fn escape(text: &str) -> String {
-    let mut escaped = String::with_capacity(text.len());
-    for character in text.chars() {
-        match character {
-            '&' => escaped.push_str("&amp;"),
-            '<' => escaped.push_str("&lt;"),
-            '>' => escaped.push_str("&gt;"),
-            '"' => escaped.push_str("&quot;"),
-            '\'' => escaped.push_str("&#39;"),
-            other => escaped.push(other),
-        }
-    }
-    escaped
 }
 
 /// A vocabulary value (`resolved_upheld`) as words (`resolved upheld`).
@@ -211,16 +198,3 @@ aria-describedby=\"drop-hint\"></textarea>\n\
 offline.</p></noscript>\n\
 <div id=\"verdict\" role=\"status\" aria-live=\"polite\" data-verdict=\"none\"></div>\n\
 </section>\n";
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn text_is_escaped_for_elements_and_attributes() {
-        assert_eq!(
-            escape("<a href=\"x\">Tom & 'Jerry'</a>"),
-            "&lt;a href=&quot;x&quot;&gt;Tom &amp; &#39;Jerry&#39;&lt;/a&gt;"
-        );
-    }
-}
