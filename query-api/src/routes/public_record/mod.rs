@@ -70,7 +70,10 @@ pub fn prefers_html(headers: &HeaderMap) -> bool {
             (PublicRecord = "application/json"),
             (String = "text/html"),
         )),
-        (status = 404, description = "No work has this identifier.", body = crate::errors::Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No work has this identifier: a problem body, or a page saying so for a browser.", content(
+            (crate::errors::Problem = "application/problem+json"),
+            (String = "text/html"),
+        )),
     ),
 )]
 pub async fn public_record(
