@@ -8,9 +8,8 @@
 //! written under `target/test-output/public-record/`.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use end_to_end_tests::{
     BASE_PATH, CHROMIUM_FLAGS, avro_files_in, binary, copy_files, http, issue_production_key, project,
@@ -20,7 +19,8 @@ use projector::generate::{GenerateOptions, generate};
 use serde_json::{Value, json};
 
 use crate::signed_evidence::{
-    active_production_kid, fetch, save, signing_keys, verify_with_jwcrypto, verify_with_our_command, wait_for_rotation,
+    active_production_kid, fetch, json_report, save, signing_keys, verify_with_jwcrypto, verify_with_our_command,
+    wait_for_rotation,
 };
 
 /// Where the screenshots go: kept with the build's output, which CI keeps.
@@ -34,18 +34,9 @@ fn screenshot_directory() -> PathBuf {
 /// Runs tests/browser/check_on_record_page.mjs with `spec`; returns its report.
 fn check_in_chromium(spec: &Value) -> Value {
     let browser = workspace_root().join("tests/browser");
-    let mut child = Command::new("node")
-        .arg(browser.join("check_on_record_page.mjs"))
-        .current_dir(&browser)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("node runs");
-    child.stdin.take().expect("stdin").write_all(spec.to_string().as_bytes()).expect("write");
-    let output = child.wait_with_output().expect("runs");
-    assert!(output.status.success(), "the browser check failed: {}", String::from_utf8_lossy(&output.stderr));
-    serde_json::from_slice(&output.stdout).expect("a JSON report")
+    let mut driver = Command::new("node");
+    driver.arg(browser.join("check_on_record_page.mjs")).current_dir(&browser);
+    json_report(driver, spec)
 }
 
 /// `text` with one byte changed: the first character of `member`'s string

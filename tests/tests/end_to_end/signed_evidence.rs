@@ -63,17 +63,24 @@ pub(crate) fn verify_with_our_command(document: &Path, keys: &[&str]) -> (bool, 
 
 /// The verdicts of the independent checker.
 pub(crate) fn verify_with_jwcrypto(spec: &serde_json::Value) -> serde_json::Value {
+    let mut checker = Command::new("python3");
+    checker.arg(workspace_root().join("tests/evidence/verify_signatures.py"));
+    json_report(checker, spec)
+}
+
+/// Runs `checker` with `spec` on its standard input; it must succeed and
+/// print one JSON report, which is returned.
+pub(crate) fn json_report(mut checker: Command, spec: &serde_json::Value) -> serde_json::Value {
     use std::io::Write;
-    let mut child = Command::new("python3")
-        .arg(workspace_root().join("tests/evidence/verify_signatures.py"))
+    let mut child = checker
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("python3 runs");
+        .unwrap_or_else(|error| panic!("{checker:?} does not start: {error}"));
     child.stdin.take().expect("stdin").write_all(spec.to_string().as_bytes()).expect("write");
     let output = child.wait_with_output().expect("runs");
-    assert!(output.status.success(), "the checker failed: {}", String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "{checker:?} failed: {}", String::from_utf8_lossy(&output.stderr));
     serde_json::from_slice(&output.stdout).expect("a JSON report")
 }
 
