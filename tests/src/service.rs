@@ -90,15 +90,7 @@ impl RunningService {
 
     /// A new sandbox key from `POST /sandbox/register`.
     pub fn register_sandbox_key(&self) -> String {
-        let (status, _, body) = self.request(
-            "POST",
-            "/sandbox/register",
-            &[("content-type", "application/json")],
-            r#"{"email":"me@example.org"}"#,
-        );
-        assert_eq!(status, 201, "{body}");
-        let registered: serde_json::Value = serde_json::from_str(&body).expect("json");
-        registered["apiKey"].as_str().expect("key").to_owned()
+        register_sandbox_key(&self.address)
     }
 
     /// The process id, to read its resource use.
@@ -209,4 +201,18 @@ pub fn wait_until_the_feed_settles(address: &str, key: &str) {
         }
         since = format!("&since={}", page["next"].as_str().expect("a cursor"));
     }
+}
+
+/// A new sandbox key from `POST /sandbox/register` of the service at `address`.
+pub fn register_sandbox_key(address: &str) -> String {
+    let (status, _, body) = http(
+        address,
+        "POST",
+        &format!("{BASE_PATH}/sandbox/register"),
+        &[("content-type", "application/json")],
+        r#"{"email":"me@example.org"}"#,
+    );
+    assert_eq!(status, 201, "{body}");
+    let registered: serde_json::Value = serde_json::from_str(&body).expect("json");
+    registered["apiKey"].as_str().expect("key").to_owned()
 }

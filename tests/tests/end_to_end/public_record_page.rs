@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use end_to_end_tests::{
-    BASE_PATH, CHROMIUM_FLAGS, avro_files_in, binary, copy_files, http, issue_production_key, project,
+    BASE_PATH, CHROMIUM_FLAGS, avro_files_in, binary, copy_files, issue_production_key, project, register_sandbox_key,
     require_external_tool, serve_quietly, workspace_root,
 };
 use projector::generate::{GenerateOptions, generate};
@@ -104,15 +104,7 @@ fn the_public_lookup_link_shows_the_record_and_checks_packages_in_chromium_as_ou
     let (mut server, address) = serve_quietly(&data);
     let saved = directory.path().join("saved");
     std::fs::create_dir_all(&saved).expect("saved");
-    let (status, _, body) = http(
-        &address,
-        "POST",
-        &format!("{BASE_PATH}/sandbox/register"),
-        &[("content-type", "application/json")],
-        r#"{"email":"clerk@example.org"}"#,
-    );
-    assert_eq!(status, 201, "{body}");
-    let sandbox_key = serde_json::from_str::<Value>(&body).expect("json")["apiKey"].as_str().expect("key").to_owned();
+    let sandbox_key = register_sandbox_key(&address);
 
     // Packages and manifests issued before the rotation, by the first keys.
     let page: Value = serde_json::from_str(&fetch(&address, "/bulk/works?limit=20", Some(&key))).expect("json");

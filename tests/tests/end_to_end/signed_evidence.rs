@@ -11,8 +11,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use end_to_end_tests::{
-    ALL_SCOPES, BASE_PATH, binary, generate_and_project, http, issue_production_key, project, require_external_tool,
-    spawn_listening, workspace_root,
+    ALL_SCOPES, BASE_PATH, binary, generate_and_project, http, issue_production_key, project, register_sandbox_key,
+    require_external_tool, spawn_listening, workspace_root,
 };
 
 /// A GET under the base path; panics unless it answers 200.
@@ -118,17 +118,7 @@ fn signed_packages_and_manifests_verify_with_jwcrypto_across_a_rotation_and_our_
     let listing = signing_keys(&data, &["list"]);
     let old_kid = active_production_kid(&listing);
 
-    let (_, _, body) = http(
-        &address,
-        "POST",
-        &format!("{BASE_PATH}/sandbox/register"),
-        &[("content-type", "application/json")],
-        r#"{"email":"me@example.org"}"#,
-    );
-    let sandbox_key = serde_json::from_str::<serde_json::Value>(&body).expect("json")["apiKey"]
-        .as_str()
-        .expect("a sandbox key")
-        .to_owned();
+    let sandbox_key = register_sandbox_key(&address);
     let work = "LCC-0000000001";
     let before = save(&saved, "before.json", &fetch(&address, &format!("/rights/{work}/evidence"), Some(&key)));
     let production_keys_before = save(&saved, "keys-before.json", &fetch(&address, "/keys", None));
