@@ -10,11 +10,13 @@
 //! new tag exactly when its content changes. A 304 has passed the access
 //! guard like any answer, so it counts against the rate limit.
 //!
-//! An answer stamped with the instant it was issued (an evidence package's
-//! signed `generatedAt`) differs in its bytes at every issue, so a strong
-//! tag would never match: its handler gives the edge what the answer
-//! states without the instant ([`StatedContent`]), and that gets a weak
-//! tag (RFC 9110, section 8.8.1), which `If-None-Match` matches.
+//! An answer computed at request time (a verification, an evidence package
+//! stamped with the instant it was issued, a provenance assembled from its
+//! entries) gets from its handler the weak tag of what it states
+//! ([`KnownTag`], RFC 9110, section 8.8.1), computed from the stored inputs
+//! by `read_model::answer_tags`: the same tag the projector records in the
+//! notification of a change, and one that `If-None-Match` matches while
+//! the answer states the same, whatever its issue instant.
 //!
 //! Where a handler gives `Last-Modified` (a date after which the answer has
 //! not changed), `If-Modified-Since` answers 304 too, unless the request
@@ -30,14 +32,12 @@
 //! handle their conditions themselves; an answer that already has a tag
 //! is left alone, and those files are sent as they are.
 
-use std::hash::{BuildHasher, Hasher};
-
 use axum::body::{Body, Bytes};
 use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use foldhash::quality::FixedState;
 use http_body_util::BodyExt;
+use read_model::answer_tags::{self, Requester};
 
 use crate::compression::{self, Encoding};
 
@@ -53,10 +53,10 @@ const COMPRESSED_ON_A_BLOCKING_THREAD_FROM: usize = 64 * 1024;
 const KEYED_CACHE_CONTROL: &str = "private, no-cache";
 const KEYLESS_CACHE_CONTROL: &str = "public, no-cache";
 
-/// What an answer stamped with its issue instant states without it: the
-/// bytes its weak tag is computed over.
+/// The tag a handler computed for its answer (a weak tag of what a
+/// computed answer states), used instead of a hash of the bytes.
 #[derive(Debug, Clone)]
-pub struct StatedContent(pub Bytes);
+pub struct KnownTag(pub String);
 
 /// What a request asks of its answer's representation, taken before the
 /// request is handed on: the coding it accepts and, for a `GET`, its
@@ -72,7 +72,7 @@ pub struct Conditions {
 struct GetConditions {
     if_none_match: Option<HeaderValue>,
     if_modified_since: Option<HeaderValue>,
-    key_kind: KeyKind,
+    key_kind: Requester,
 }
 
 impl Conditions {
@@ -108,9 +108,9 @@ impl Conditions {
         };
         let bytes = collected.to_bytes();
         let content_type = parts.headers.get(header::CONTENT_TYPE).map(HeaderValue::as_bytes).unwrap_or_default();
-        let mut tag = match parts.extensions.remove::<StatedContent>() {
-            Some(StatedContent(stated)) => format!("W/{}", entity_tag(key_kind, content_type, &stated)),
-            None => entity_tag(key_kind, content_type, &bytes),
+        let mut tag = match parts.extensions.remove::<KnownTag>() {
+            Some(KnownTag(tag)) => tag,
+            None => answer_tags::strong(key_kind, content_type, &bytes),
         };
         let mut body = bytes;
         if let Some(encoding) = encoding.filter(|_| worth_compressing(&parts.headers, &body))
@@ -121,7 +121,7 @@ impl Conditions {
             parts.headers.remove(header::CONTENT_LENGTH);
             body = compressed;
         }
-        let cache_control = if key_kind == KeyKind::None { KEYLESS_CACHE_CONTROL } else { KEYED_CACHE_CONTROL };
+        let cache_control = if key_kind == Requester::Keyless { KEYLESS_CACHE_CONTROL } else { KEYED_CACHE_CONTROL };
         if !parts.headers.contains_key(header::CACHE_CONTROL) {
             parts.headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache_control));
         }
@@ -207,34 +207,12 @@ fn with_coding(tag: &str, encoding: Encoding) -> String {
 }
 
 /// Which kind of key a request carries, by the prefix every key has.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum KeyKind {
-    None,
-    Sandbox,
-    Production,
-}
-
-fn key_kind(headers: &HeaderMap) -> KeyKind {
+fn key_kind(headers: &HeaderMap) -> Requester {
     match headers.get(crate::keys::API_KEY_HEADER).and_then(|value| value.to_str().ok()) {
-        None => KeyKind::None,
-        Some(key) if crate::keys::sandbox::SandboxKeys::is_sandbox_key(key.trim()) => KeyKind::Sandbox,
-        Some(_) => KeyKind::Production,
+        None => Requester::Keyless,
+        Some(key) if crate::keys::sandbox::SandboxKeys::is_sandbox_key(key.trim()) => Requester::Sandbox,
+        Some(_) => Requester::Production,
     }
-}
-
-/// The strong tag of an answer: a 128-bit XXH3 of its bytes, seeded with
-/// the kind of key and the content type, the same on every replica of one
-/// build. One pass over the body: it runs on every answer.
-fn entity_tag(key_kind: KeyKind, content_type: &[u8], body: &[u8]) -> String {
-    let mut representation = FixedState::with_seed(0x6c63_635f_7461_6733).build_hasher();
-    representation.write_u8(key_kind as u8);
-    representation.write(content_type);
-    let digest = twox_hash::XxHash3_128::oneshot_with_seed(representation.finish(), body);
-    let mut tag = String::with_capacity(34);
-    tag.push('"');
-    tag.push_str(&crate::keys::hex(&digest.to_be_bytes()));
-    tag.push('"');
-    tag
 }
 
 /// Whether an `If-None-Match` value names `tag` (weak comparison, as RFC
@@ -259,16 +237,6 @@ pub(crate) fn unmodified_since(last_modified: Option<&HeaderValue>, since: &Head
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn tags_differ_by_bytes_representation_and_audience_and_are_stable() {
-        let json = entity_tag(KeyKind::Sandbox, b"application/json", b"{}");
-        assert_eq!(json, entity_tag(KeyKind::Sandbox, b"application/json", b"{}"), "stable");
-        assert_eq!(json.len(), 34, "32 hexadecimal digits, quoted");
-        assert_ne!(json, entity_tag(KeyKind::Production, b"application/json", b"{}"));
-        assert_ne!(json, entity_tag(KeyKind::Sandbox, b"application/xml", b"{}"));
-        assert_ne!(json, entity_tag(KeyKind::Sandbox, b"application/json", b"{ }"));
-    }
 
     #[test]
     fn if_none_match_names_a_tag_in_a_list_weakly_or_with_a_star() {

@@ -120,7 +120,7 @@ async fn each_representation_and_kind_of_answer_has_its_tag_and_caching_headers(
 }
 
 #[tokio::test]
-async fn an_answer_computed_at_request_time_gets_a_new_tag_when_the_day_changes_it() {
+async fn an_answer_computed_at_request_time_keeps_its_weak_tag_until_what_it_states_changes() {
     use query_api::routes::router;
     use tower::ServiceExt;
     let service = Service::start().await;
@@ -138,15 +138,33 @@ async fn an_answer_computed_at_request_time_gets_a_new_tag_when_the_day_changes_
         let first = get(None).await.expect("infallible");
         assert_eq!(first.status(), StatusCode::OK, "{suffix}");
         let tag = tag_of(&first);
-        // An evidence package is stamped with the instant it is issued, so
-        // its bytes differ every time; its weak tag follows what it states.
+        assert!(tag.starts_with("W/\""), "{suffix}: {tag}");
+        let (_, evidence, _) = support::split(
+            service
+                .send(
+                    Request::get(format!("{BASE}/rights/SANDBOX-LCC-0003/evidence"))
+                        .header("x-api-key", &key)
+                        .body(Body::empty())
+                        .expect("request"),
+                )
+                .await,
+        )
+        .await;
+        let ends_on = evidence["protection"]["endsOn"].as_str().expect("a term of protection").to_owned();
+        // An evidence package is stamped with the instant it is issued and a
+        // verification with its day; the weak tag follows what they state.
         clock.advance(Duration::from_secs(1));
         let same_day = get(Some(tag.clone())).await.expect("infallible");
         assert_eq!(same_day.status(), StatusCode::NOT_MODIFIED, "{suffix}: nothing it states has changed");
         assert_eq!(tag_of(&same_day), tag, "{suffix}");
         clock.advance(Duration::from_secs(24 * 60 * 60));
         let next_day = get(Some(tag.clone())).await.expect("infallible");
-        assert_eq!(next_day.status(), StatusCode::OK, "{suffix}: a new date or remaining term, a new answer");
-        assert_ne!(tag_of(&next_day), tag, "{suffix}");
+        assert_eq!(next_day.status(), StatusCode::NOT_MODIFIED, "{suffix}: a new day, the same statements");
+        let ends_ms = read_model::calendar::Timestamp::parse(&format!("{ends_on}T00:00:00.000Z")).expect("date").0;
+        let until_after_the_term = u64::try_from(ends_ms + 2 * 86_400_000 - clock.unix_ms()).expect("a future end");
+        clock.advance(Duration::from_millis(until_after_the_term));
+        let ended = get(Some(tag.clone())).await.expect("infallible");
+        assert_eq!(ended.status(), StatusCode::OK, "{suffix}: protection ended, a new answer");
+        assert_ne!(tag_of(&ended), tag, "{suffix}");
     }
 }

@@ -9,6 +9,7 @@
 //! builds documents and hands them to a store; the query API reads them back.
 
 mod active_version_cache;
+pub mod answer_tags;
 pub mod api_keys;
 pub mod base64url;
 pub mod bulk;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
+use read_model::answer_tags;
 use read_model::calendar::{Date, Timestamp};
 use read_model::documents::{
     CertificateRecord, DisputeStatus, DisputeSummary, EvidenceInputs, RightHolding, WorkStatus,
@@ -14,12 +15,12 @@ use read_model::{Audience, DocumentKind};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::metadata::chained_provenance;
+use super::metadata::{chained_provenance, provenance_versions};
 use super::parameters::{PathParameters, WorkPath};
 use super::{decode, json_of, work_document};
 use crate::access::Credentials;
 use crate::app::{App, BASE_PATH};
-use crate::conditional::StatedContent;
+use crate::conditional::KnownTag;
 use crate::errors::ApiError;
 use crate::keys::Scope;
 use crate::provenance_chain::ChainHead;
@@ -103,7 +104,7 @@ pub fn protection(ends_on: Option<Date>, today: Date) -> Protection {
     operation_id = "getEvidencePackage",
     tag = "Rights",
     summary = "Evidence package of a work",
-    description = "Identifier, earliest recorded timestamp, file hash, the chain of authors' rights and related rights, the remaining term of protection as of the request, dispute status, and a public lookup link; the head of the work's provenance chain; the instant it was issued; and a signature over all of it, checkable offline against the key set at `/keys` (`/keys?audience=sandbox` for a sandbox work). Each issue carries its own `generatedAt`, so the entity tag is weak: it changes when what the package states changes (a record, or the remaining term on a new day), not with the instant.",
+    description = "Identifier, earliest recorded timestamp, file hash, the chain of authors' rights and related rights, the remaining term of protection as of the request, dispute status, and a public lookup link; the head of the work's provenance chain; the instant it was issued; and a signature over all of it, checkable offline against the key set at `/keys` (`/keys?audience=sandbox` for a sandbox work). Each issue carries its own `generatedAt`, so the entity tag is weak: it changes when what the registry records for the package changes, or when the term of protection ends, not with the instant or the remaining term's count of days; the tag is the one notifications name.",
     params(WorkPath),
     responses(
         (status = 200, description = "The evidence package.", body = EvidencePackage),
@@ -119,8 +120,10 @@ pub async fn evidence(
     app.answer_authorized(&credentials, Scope::EvidenceRead, Some(&lcc_id), async |_| {
         let body = work_document(&app, DocumentKind::Evidence, &lcc_id).await?;
         let inputs: EvidenceInputs = decode(&body)?;
-        let (_, provenance_chain) = chained_provenance(&app, &lcc_id).await?;
+        let (entries, provenance_chain) = chained_provenance(&app, &lcc_id).await?;
         let now = Timestamp(app.clock.unix_ms());
+        let in_force = answer_tags::in_force(inputs.protection_ends_on, Date::of(now));
+        let tag = answer_tags::evidence(Audience::of(&lcc_id), &body, in_force, provenance_versions(&entries));
         let mut package = EvidencePackage {
             public_lookup_url: app.public_url(&format!("/records/{lcc_id}")),
             lcc_id: inputs.lcc_id,
@@ -137,16 +140,13 @@ pub async fn evidence(
             generated_at: Timestamp(0),
             signature: None,
         };
-        // What the package states, without the instant of this issue: the
-        // basis of its (weak) entity tag.
-        let stated = serde_json::to_vec(&package).map_err(|_| ApiError::Internal)?;
         package.generated_at = now;
         package.signature = Some(app.signer.sign(Audience::of(&lcc_id), &package).map_err(|error| {
             tracing::error!(%error, "failed to sign an evidence package");
             ApiError::Internal
         })?);
         let mut response = json_of(StatusCode::OK, &package)?;
-        response.extensions_mut().insert(StatedContent(stated.into()));
+        response.extensions_mut().insert(KnownTag(tag));
         Ok(response)
     })
     .await

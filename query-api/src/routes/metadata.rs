@@ -6,8 +6,9 @@ use std::sync::Arc;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use read_model::DocumentKind;
+use read_model::answer_tags::{self, ProvenanceVersions};
 use read_model::documents::{DublinCoreRecord, ProvenanceEntry};
+use read_model::{Audience, DocumentKind};
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -15,6 +16,7 @@ use super::parameters::{PathParameters, WorkPath};
 use super::{decode, json, json_of, work_document};
 use crate::access::Credentials;
 use crate::app::{App, BASE_PATH};
+use crate::conditional::KnownTag;
 use crate::errors::ApiError;
 use crate::keys::Scope;
 use crate::oai::xml::oai_dc_element;
@@ -118,7 +120,10 @@ pub async fn provenance(
     app.answer_authorized(&credentials, Scope::MetadataRead, Some(&lcc_id), async |_| {
         work_document(&app, DocumentKind::RightsProfile, &lcc_id).await?;
         let (entries, chain) = chained_provenance(&app, &lcc_id).await?;
-        json_of(StatusCode::OK, &Provenance { lcc_id: lcc_id.clone(), entries, chain })
+        let tag = answer_tags::provenance(Audience::of(&lcc_id), &lcc_id, provenance_versions(&entries));
+        let mut response = json_of(StatusCode::OK, &Provenance { lcc_id: lcc_id.clone(), entries, chain })?;
+        response.extensions_mut().insert(KnownTag(tag));
+        Ok(response)
     })
     .await
 }
@@ -132,6 +137,18 @@ pub(crate) async fn chained_provenance(
         tracing::error!(lcc_id, "a stored provenance entry is not a JSON object");
         ApiError::Internal
     })
+}
+
+/// The newest version of each topic among a work's provenance entries,
+/// which its answers' weak tags are computed from.
+pub(crate) fn provenance_versions(entries: &[serde_json::Value]) -> ProvenanceVersions {
+    let mut versions = ProvenanceVersions::default();
+    for entry in entries {
+        if let (Some(topic), Some(version)) = (entry["topic"].as_str(), entry["aggregateVersion"].as_u64()) {
+            versions.note(topic, version);
+        }
+    }
+    versions
 }
 
 #[cfg(test)]

@@ -6,9 +6,10 @@ use std::sync::Arc;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use read_model::DocumentKind;
+use read_model::answer_tags;
 use read_model::calendar::{Date, Timestamp};
 use read_model::documents::{CertificateRecord, RightType, VerificationInputs, WorkStatus};
+use read_model::{Audience, DocumentKind};
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -16,6 +17,7 @@ use super::parameters::{PathParameters, QueryParameters, VerifyQuery, WorkPath};
 use super::{decode, json_of, work_document};
 use crate::access::Credentials;
 use crate::app::{App, BASE_PATH};
+use crate::conditional::KnownTag;
 use crate::errors::ApiError;
 use crate::keys::Scope;
 
@@ -111,7 +113,7 @@ pub fn checks(inputs: &VerificationInputs, today: Date, file_sha256: Option<&str
     operation_id = "verifyRights",
     tag = "Rights",
     summary = "Verify the rights and certificate of a work",
-    description = "Each check is named in the result; `verified` is true when all passed. Computed at request time: whether protection is in force depends on the day.",
+    description = "Each check is named in the result; `verified` is true when all passed. Computed at request time: whether protection is in force depends on the day. The entity tag is weak: it names what the checks state, not `checkedOn`, and is the one notifications name.",
     params(WorkPath, VerifyQuery),
     responses(
         (status = 200, description = "The verification result.", body = VerificationResult),
@@ -141,6 +143,9 @@ pub async fn verify(
         let body = work_document(&app, DocumentKind::Verification, &lcc_id).await?;
         let inputs: VerificationInputs = decode(&body)?;
         let today = Date::of(Timestamp(app.clock.unix_ms()));
+        let file_hash_matches = file_sha256.as_ref().map(|hash| *hash == inputs.file_sha256);
+        let in_force = answer_tags::in_force(inputs.protection_ends_on, today);
+        let tag = answer_tags::verification(Audience::of(&lcc_id), &body, in_force, file_hash_matches);
         let checks = checks(&inputs, today, file_sha256.as_deref());
         let result = VerificationResult {
             verified: checks.iter().all(|check| check.passed),
@@ -149,7 +154,9 @@ pub async fn verify(
             checks,
             certificate: inputs.certificate,
         };
-        json_of(StatusCode::OK, &result)
+        let mut response = json_of(StatusCode::OK, &result)?;
+        response.extensions_mut().insert(KnownTag(tag));
+        Ok(response)
     })
     .await
 }
