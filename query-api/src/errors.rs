@@ -32,6 +32,9 @@ pub enum ApiError {
     /// The cursor cannot be continued from; `snapshot` links the newest snapshot to start again from.
     #[error("{reason}; start again from the newest snapshot and its cursor")]
     ChangesGone { reason: String, snapshot: Option<String> },
+    /// A notification cursor cannot be continued from; `resume_from` is the feed's end.
+    #[error("{reason}; revalidate the answers you hold with their tags, then continue from `resumeFrom`")]
+    NotificationsGone { reason: String, resume_from: String },
     #[error("the range does not overlap the file's {0} bytes")]
     RangeNotSatisfiable(u64),
     #[error("the request body must be application/json")]
@@ -63,7 +66,7 @@ impl ApiError {
             ApiError::InvalidParameter(_) | ApiError::InvalidCursor | ApiError::CursorOfAnotherAudience(_) => {
                 StatusCode::BAD_REQUEST
             }
-            ApiError::ChangesGone { .. } => StatusCode::GONE,
+            ApiError::ChangesGone { .. } | ApiError::NotificationsGone { .. } => StatusCode::GONE,
             ApiError::RangeNotSatisfiable(_) => StatusCode::RANGE_NOT_SATISFIABLE,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
@@ -86,7 +89,7 @@ impl ApiError {
             ApiError::InvalidParameter(_) => "invalid_parameter",
             ApiError::InvalidCursor => "invalid_cursor",
             ApiError::CursorOfAnotherAudience(_) => "cursor_of_another_audience",
-            ApiError::ChangesGone { .. } => "cursor_gone",
+            ApiError::ChangesGone { .. } | ApiError::NotificationsGone { .. } => "cursor_gone",
             ApiError::RangeNotSatisfiable(_) => "range_not_satisfiable",
             ApiError::UnsupportedMediaType => "unsupported_media_type",
             ApiError::PayloadTooLarge(_) => "payload_too_large",
@@ -158,6 +161,10 @@ pub struct Problem {
     /// from (absent while none has been cut).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub snapshot: Option<String>,
+    /// With `cursor_gone` on the notification feed: a cursor at the feed's
+    /// end, to continue from once the answers held are revalidated.
+    #[serde(rename = "resumeFrom", skip_serializing_if = "Option::is_none")]
+    pub resume_from: Option<String>,
 }
 
 impl ApiError {
@@ -167,8 +174,13 @@ impl ApiError {
             ApiError::ChangesGone { snapshot, .. } => snapshot.clone(),
             _ => None,
         };
+        let resume_from = match self {
+            ApiError::NotificationsGone { resume_from, .. } => Some(resume_from.clone()),
+            _ => None,
+        };
         Problem {
             snapshot,
+            resume_from,
             problem_type: format!("urn:lcc:problem:{}", self.code()),
             title: self.title(),
             status: self.status().as_u16(),

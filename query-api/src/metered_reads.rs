@@ -1,6 +1,7 @@
 //! A store decorator that times every read the API makes into
 //! `lcc_store_read_duration_seconds`, by operation. It changes no answer.
 
+use read_model::notifications::{NotificationQuery, NotificationsRead};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -65,6 +66,11 @@ impl DocumentReads for MeteredReads {
     async fn changes(&self, query: &ChangeQuery) -> Result<ChangesRead, StoreError> {
         let _timer = self.metrics.observe_store("change_feed").start_timer();
         self.inner.changes(query).await
+    }
+
+    async fn notifications(&self, query: &NotificationQuery) -> Result<NotificationsRead, StoreError> {
+        let _timer = self.metrics.observe_store("notifications").start_timer();
+        self.inner.notifications(query).await
     }
 
     async fn latest_change(

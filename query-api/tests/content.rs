@@ -28,7 +28,7 @@ async fn sandbox_registration_issues_a_working_key_at_once() {
     assert_eq!(status, StatusCode::CREATED, "{body}");
     assert_eq!(response.headers()["x-ratelimit-limit"], "60");
     assert_eq!(body["keyType"], "sandbox");
-    assert_eq!(body["scopes"].as_array().map(Vec::len), Some(6));
+    assert_eq!(body["scopes"].as_array().map(Vec::len), Some(7));
     let key = body["apiKey"].as_str().expect("key").to_owned();
     let (status, profile, _) = service.get("/rights/SANDBOX-LCC-0002", Some(&key)).await;
     assert_eq!(status, StatusCode::OK);

@@ -121,6 +121,7 @@ async fn live_examples(service: &Service, document: &Value) -> BTreeMap<String, 
     requests.insert("listPublishedWorks", json!({ "parameters": { "page": 1, "limit": 2 } }));
     requests.insert("listSandboxFixtures", json!({}));
     requests.insert("listChanges", json!({ "parameters": { "limit": 2 } }));
+    requests.insert("listNotifications", json!({ "parameters": { "limit": 2 } }));
     requests.insert(
         "lookupRightsProfiles",
         json!({ "request": { "lccIds": [work_id, "SANDBOX-LCC-9999"], "iswcs": [by_iswc["iswc"]] } }),
@@ -161,7 +162,7 @@ fn without_varying_values(mut examples: BTreeMap<String, Value>) -> BTreeMap<Str
         }
     }
     // Cursors and snapshot ids carry the moment the feed and the snapshot were written.
-    for id in ["listChanges", "listSnapshots", "getSnapshotManifest"] {
+    for id in ["listChanges", "listNotifications", "listSnapshots", "getSnapshotManifest"] {
         if let Some(example) = examples.get_mut(id) {
             blank_moments(example);
         }
@@ -170,8 +171,9 @@ fn without_varying_values(mut examples: BTreeMap<String, Value>) -> BTreeMap<Str
 }
 
 fn blank_moments(value: &mut Value) {
-    const MOMENTS: [&str; 10] = [
+    const MOMENTS: [&str; 11] = [
         "cursor",
+        "recordedAt",
         "next",
         "self",
         "changedAt",
@@ -269,6 +271,7 @@ async fn the_description_is_openapi_3_1_and_covers_every_endpoint_of_the_specifi
         ("post", "/rights/lookup", Some("rights:read")),
         ("get", "/keys", None),
         ("get", "/records/{lccId}", None),
+        ("get", "/notifications", Some("notifications:read")),
     ]
     .into_iter()
     .map(|(method, path, scope)| (method.to_owned(), path.to_owned(), scope))
@@ -334,7 +337,7 @@ async fn each_operation_requires_exactly_the_scope_its_description_names() {
         );
         checked += 1;
     }
-    assert_eq!(checked, 12, "every keyed operation with a JSON answer has an example");
+    assert_eq!(checked, 13, "every keyed operation with a JSON answer has an example");
 }
 
 #[tokio::test]

@@ -21,6 +21,7 @@ pub mod clock;
 pub mod conformance;
 pub mod documents;
 pub mod identifiers;
+pub mod notifications;
 pub mod read_set;
 pub mod records;
 pub mod scylla;

@@ -17,6 +17,7 @@ use crate::api_keys::ApiKeys;
 use crate::change_feed::{ChangeFeedBounds, ChangeItem, ChangeQuery, ChangesRead};
 use crate::documents::DocumentKind;
 use crate::identifiers::Audience;
+use crate::notifications::{NotificationQuery, NotificationWrite, NotificationsRead};
 use crate::read_set::{CommitMark, ReadSet};
 pub use crate::records::{
     AggregateKey, Body, BulkPage, Checkpoint, IdentifierKind, ModelVersion, ModelVersionInfo, PartyReferrer,
@@ -85,9 +86,11 @@ pub struct WriteBatch {
     pub checkpoints: Vec<Checkpoint>,
     /// What the documents were rendered from, checked against other projectors' writes.
     pub read_set: ReadSet,
+    /// Notifications of the answers the batch changes (see [`crate::notifications`]).
+    pub notifications: Vec<NotificationWrite>,
     /// How long the change feed keeps changes that a later change of the
-    /// same work supersedes, and withdrawals; the write removes what has
-    /// aged past it. `None` removes nothing.
+    /// same work supersedes, and withdrawals, and how long notifications are
+    /// kept; the write removes what has aged past it. `None` removes nothing.
     pub change_feed_retention: Option<std::time::Duration>,
 }
 
@@ -122,6 +125,7 @@ impl WriteBatch {
             && self.aggregates.is_empty()
             && self.party_references.is_empty()
             && self.checkpoints.is_empty()
+            && self.notifications.is_empty()
     }
 }
 
@@ -175,6 +179,9 @@ pub trait DocumentReads: Send + Sync {
         audience: Audience,
         lcc_id: &str,
     ) -> Result<Option<(ModelVersion, ChangeItem)>, StoreError>;
+
+    /// A page of the notification feed (see [`crate::notifications`]).
+    async fn notifications(&self, query: &NotificationQuery) -> Result<NotificationsRead, StoreError>;
 
     /// The extent of one audience's change feed.
     async fn change_feed_bounds(&self, audience: Audience) -> Result<ChangeFeedBounds, StoreError>;

@@ -92,6 +92,28 @@ INSERT INTO change_feed_state (singleton, horizon, swept_through)
 SELECT 1, CAST(unixepoch('subsec') * 1000 AS INTEGER) << 20, CAST(unixepoch('subsec') * 1000 AS INTEGER) << 20
 WHERE NOT EXISTS (SELECT 1 FROM change_feed_state);
 
+-- Notifications (see read_model::notifications): every change of an
+-- answer a key can read, written in the transaction that changes the
+-- documents. `sequence` is ordered and spelled as the change feed's; `body`
+-- is the notification as JSON. Retention removes every notification older
+-- than its period; `horizon` is the newest sequence it has removed (cursors
+-- behind it are gone), starting at the file's creation as the change
+-- feed's does.
+CREATE TABLE IF NOT EXISTS notifications (
+    sequence INTEGER PRIMARY KEY,
+    audience TEXT NOT NULL,
+    id TEXT NOT NULL,
+    body BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS notifications_by_audience ON notifications (audience, sequence);
+CREATE TABLE IF NOT EXISTS notifications_state (
+    singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+    horizon INTEGER NOT NULL
+);
+INSERT INTO notifications_state (singleton, horizon)
+SELECT 1, CAST(unixepoch('subsec') * 1000 AS INTEGER) << 20
+WHERE NOT EXISTS (SELECT 1 FROM notifications_state);
+
 -- The sandbox fixture catalogue.
 CREATE TABLE IF NOT EXISTS sandbox_fixtures (id TEXT PRIMARY KEY, body BLOB NOT NULL);
 

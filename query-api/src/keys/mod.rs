@@ -37,16 +37,20 @@ pub enum Scope {
     BulkRead,
     #[serde(rename = "evidence:read")]
     EvidenceRead,
+    /// Not in the specification: the notification feed.
+    #[serde(rename = "notifications:read")]
+    NotificationsRead,
 }
 
 impl Scope {
-    pub const ALL: [Scope; 6] = [
+    pub const ALL: [Scope; 7] = [
         Scope::RightsRead,
         Scope::RightsVerify,
         Scope::LicensesRead,
         Scope::MetadataRead,
         Scope::BulkRead,
         Scope::EvidenceRead,
+        Scope::NotificationsRead,
     ];
 
     pub fn name(self) -> &'static str {
@@ -57,6 +61,7 @@ impl Scope {
             Scope::MetadataRead => "metadata:read",
             Scope::BulkRead => "bulk:read",
             Scope::EvidenceRead => "evidence:read",
+            Scope::NotificationsRead => "notifications:read",
         }
     }
 
@@ -168,7 +173,7 @@ mod tests {
         assert!(!scopes.contains(Scope::EvidenceRead));
         assert_eq!(scopes.to_list(), "rights:read,bulk:read");
         assert!(Scopes::parse_list("rights:read,rights:write").is_err());
-        assert_eq!(Scopes::all().iter().count(), 6);
+        assert_eq!(Scopes::all().iter().count(), 7);
     }
 
     #[test]

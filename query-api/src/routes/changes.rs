@@ -78,7 +78,7 @@ pub struct ChangeLinks {
     pub next: String,
 }
 
-fn limit_of(text: Option<&str>) -> Result<u32, ApiError> {
+pub(super) fn limit_of(text: Option<&str>) -> Result<u32, ApiError> {
     let Some(text) = text else { return Ok(DEFAULT_LIMIT) };
     let invalid = || ApiError::InvalidParameter(format!("limit must be a whole number from 1 to {MAX_LIMIT}"));
     let value: u32 = text.trim().parse().map_err(|_| invalid())?;

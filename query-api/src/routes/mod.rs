@@ -15,6 +15,7 @@ mod evidence;
 mod licenses;
 mod lookup;
 mod metadata;
+mod notifications;
 mod oai;
 pub mod openapi;
 mod parameters;
@@ -63,6 +64,7 @@ fn described_endpoints() -> OpenApiRouter<RouterState> {
         .routes(routes!(metadata::provenance))
         .routes(routes!(bulk::bulk_works))
         .routes(routes!(changes::changes))
+        .routes(routes!(notifications::notifications))
         .routes(routes!(snapshots::list))
         .routes(routes!(snapshots::manifest))
         .routes(routes!(snapshots::file))

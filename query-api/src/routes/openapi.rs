@@ -87,6 +87,7 @@ files are sent as they are."
         (name = "Licenses", description = "License status, Blanket or Individual."),
         (name = "Metadata", description = "Dublin Core metadata and provenance of works."),
         (name = "Bulk", description = "The open-data export of published works."),
+        (name = "Notifications", description = "Not in the specification: which answers of which works and licenses changed, with their new entity tags, so a client need not poll each."),
         (name = "Public record", description = "What anyone may know about a work, without a key: the public lookup link of evidence packages."),
         (name = "Sandbox", description = "Simulated data to try the API with, provided under Decree 277/2026, Article 7(5), and sandbox keys."),
         (name = "Keys", description = "The public keys that verify signed evidence packages and snapshot manifests."),

@@ -112,6 +112,19 @@ pub struct ChangesQuery {
     pub limit: Option<String>,
 }
 
+/// The query of `GET /notifications`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct NotificationsQuery {
+    /// Continue after this cursor: a page's `next`, or a 410's `resumeFrom`.
+    /// Absent: from the oldest retained notification.
+    #[param(pattern = r"^n1\.[A-Za-z0-9_-]+$")]
+    pub since: Option<String>,
+    /// Items per page, from 1 to 1,000; 100 by default.
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 1000, default = 100)]
+    pub limit: Option<String>,
+}
+
 /// The path of one snapshot.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Path)]

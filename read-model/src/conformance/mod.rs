@@ -8,6 +8,7 @@
 mod catalog;
 mod change_feed;
 mod feed_retention;
+mod notifications;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -16,6 +17,7 @@ use std::sync::Arc;
 pub use self::catalog::{api_keys_are_issued_listed_looked_up_and_revoked, model_versions_switch_readers_atomically};
 pub use self::change_feed::{bulk_rows_walk_by_key, change_feed_records_row_changes_in_commit_order};
 pub use self::feed_retention::change_feed_retention_keeps_each_works_newest_change;
+pub use self::notifications::notifications_are_read_in_commit_order_until_retention_removes_them;
 
 use crate::documents::DocumentKind;
 use crate::identifiers::Audience;
@@ -355,6 +357,8 @@ macro_rules! store_conformance_tests {
         );
         $crate::store_conformance_tests!(@clocked_case $factory; [$(#[$attribute])*];
             change_feed_retention_keeps_each_works_newest_change);
+        $crate::store_conformance_tests!(@clocked_case $factory; [$(#[$attribute])*];
+            notifications_are_read_in_commit_order_until_retention_removes_them);
     };
     (@cases $factory:path; $attributes:tt; $($case:ident),*) => {
         $($crate::store_conformance_tests!(@case $factory; $attributes; $case);)*

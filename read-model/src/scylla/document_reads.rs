@@ -5,10 +5,12 @@ use async_trait::async_trait;
 
 use super::ScyllaStore;
 use super::change_feed::VersionFeed;
+use super::notification_feed::NotificationFeed;
 use super::reads::VersionReads;
 use crate::change_feed::{ChangeFeedBounds, ChangeItem, ChangeQuery, ChangesRead};
 use crate::documents::DocumentKind;
 use crate::identifiers::Audience;
+use crate::notifications::{NotificationQuery, NotificationsRead};
 use crate::store::{Body, BulkKey, BulkPage, DocumentReads, IdentifierKind, ModelVersion, StoreError};
 
 /// Runs a read on the active version's statements.
@@ -56,6 +58,12 @@ impl DocumentReads for ScyllaStore {
         let (version, statements) = self.active_version_statements().await?;
         let feed = VersionFeed { session: &self.inner.session, statements: &statements };
         feed.changes(version, query, self.inner.clock.unix_ms(), self.inner.settings.change_feed_settle).await
+    }
+
+    async fn notifications(&self, query: &NotificationQuery) -> Result<NotificationsRead, StoreError> {
+        let (version, statements) = self.active_version_statements().await?;
+        let feed = NotificationFeed { session: &self.inner.session, statements: &statements };
+        feed.read(version, query, self.inner.clock.unix_ms(), self.inner.settings.change_feed_settle).await
     }
 
     async fn latest_change(

@@ -1,9 +1,11 @@
-//! Where a batch's changes land in the feed, and retention: the feed's days
+//! Where a batch's changes and notifications land in their feeds, and
+//! retention: the feeds' days
 //! past the retention period are swept at most once per interval, and the
 //! horizon is raised past whatever a sweep or a batch removed.
 
 use super::ScyllaStore;
 use super::change_feed::{FeedPlacement, VersionFeed};
+use super::notification_feed::NotificationFeed;
 use crate::store::{StoreError, WriteBatch};
 
 /// How often retention sweeps the feed's days.
@@ -14,15 +16,21 @@ impl ScyllaStore {
     /// previous batch at the earliest, so its changes keep their order.
     pub(super) fn feed_placement(&self, batch: &WriteBatch, now_ms: i64) -> FeedPlacement {
         let mut newest = self.inner.newest_feed_millisecond.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        FeedPlacement::next(&mut newest, batch.bulk_rows.len(), now_ms, batch.change_feed_retention)
+        FeedPlacement::next(
+            &mut newest,
+            batch.bulk_rows.len() + batch.notifications.len(),
+            now_ms,
+            batch.change_feed_retention,
+        )
     }
 
-    /// Sweeps the feed's days past retention, at most once per
-    /// [`FEED_SWEEP_INTERVAL_MS`], and raises the horizon past what any
-    /// removal took.
+    /// Sweeps the feeds' days past retention (changes and notifications),
+    /// at most once per [`FEED_SWEEP_INTERVAL_MS`], and raises the change
+    /// feed's horizon past what any removal took.
     pub(super) async fn sweep_feed(
         &self,
         feed: &VersionFeed<'_>,
+        notifications: &NotificationFeed<'_>,
         removed: Option<i64>,
         cutoff: Option<i64>,
         now_ms: i64,
@@ -37,6 +45,7 @@ impl ScyllaStore {
                     None => feed.horizon().await?,
                 };
                 newest_removed = newest_removed.max(feed.sweep(swept_through, cutoff).await?);
+                notifications.sweep(cutoff).await?;
                 *sweep = Some((now_ms, cutoff));
             }
         }

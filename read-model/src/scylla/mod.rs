@@ -32,6 +32,7 @@ mod execution;
 mod feed_retention;
 #[cfg(feature = "conformance")]
 pub mod model;
+mod notification_feed;
 mod prepared_versions;
 mod projection_writes;
 mod reads;

@@ -8,6 +8,7 @@ use async_trait::async_trait;
 
 use super::ScyllaStore;
 use super::change_feed::VersionFeed;
+use super::notification_feed::NotificationFeed;
 use super::reads::VersionReads;
 use super::version_cluster::VersionCluster;
 use super::write_protocol;
@@ -78,7 +79,8 @@ impl ProjectionWrites for ScyllaStore {
             VersionCluster { session: &self.inner.session, statements: &statements, clock: &self.inner.clock };
         let written =
             write_protocol::write_batch(&cluster, &self.inner.recounts, &batch, placement.first_sequence).await?;
-        self.sweep_feed(&feed, removed, placement.retention_cutoff, now_ms).await?;
+        let notifications = NotificationFeed { session: &self.inner.session, statements: &statements };
+        self.sweep_feed(&feed, &notifications, removed, placement.retention_cutoff, now_ms).await?;
         Ok(written)
     }
 

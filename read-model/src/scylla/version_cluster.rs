@@ -79,6 +79,10 @@ impl<'a> VersionCluster<'a> {
                 bind(values)
             }
             Mutation::ChangeDay { audience, day, timestamp } => bind((audience.code(), day, timestamp)),
+            Mutation::Notification { id, day, sequence, body, timestamp } => {
+                bind((Audience::of(id).code(), day, sequence, id, body, timestamp))
+            }
+            Mutation::NotificationDay { audience, day, timestamp } => bind((audience.code(), day, timestamp)),
             Mutation::PartyReference { party_id, referrer, present, timestamp } => {
                 let (kind, id) = referrer.columns();
                 if present { bind((party_id, kind, id, timestamp)) } else { bind((timestamp, party_id, kind, id)) }
@@ -145,6 +149,8 @@ fn statement(mutation: &Mutation<'_>) -> ModelStatement {
         Mutation::Change { .. } => S::InsertChange,
         Mutation::ChangeHead { .. } => S::UpsertChangeHead,
         Mutation::ChangeDay { .. } => S::InsertChangeDay,
+        Mutation::Notification { .. } => S::InsertNotification,
+        Mutation::NotificationDay { .. } => S::InsertNotificationDay,
         Mutation::PartyReference { present: true, .. } => S::InsertPartyReference,
         Mutation::PartyReference { present: false, .. } => S::DeletePartyReference,
         Mutation::Aggregate { .. } => S::UpsertAggregate,

@@ -9,10 +9,12 @@ use super::SqliteStore;
 use super::change_feed;
 use super::document_cache::DocumentCache;
 use super::errors::from_sqlite;
+use super::notifications;
 use super::reads;
 use crate::change_feed::{ChangeFeedBounds, ChangeItem, ChangeQuery, ChangesRead};
 use crate::documents::DocumentKind;
 use crate::identifiers::Audience;
+use crate::notifications::{NotificationQuery, NotificationsRead};
 use crate::store::{
     Body, BulkKey, BulkPage, DocumentCacheStatistics, DocumentReads, IdentifierKind, ModelVersion, StoreError,
 };
@@ -80,6 +82,11 @@ impl DocumentReads for SqliteStore {
         let (version, file) = self.active_version_and_file()?;
         let item = file.readers.with(|connection| change_feed::latest_change(connection, audience, lcc_id))?;
         Ok(item.map(|item| (version, item)))
+    }
+
+    async fn notifications(&self, query: &NotificationQuery) -> Result<NotificationsRead, StoreError> {
+        let (version, file) = self.active_version_and_file()?;
+        file.readers.with(|connection| notifications::read(connection, version, query))
     }
 
     async fn change_feed_bounds(&self, audience: Audience) -> Result<ChangeFeedBounds, StoreError> {

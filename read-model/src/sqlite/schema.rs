@@ -27,8 +27,10 @@ const REVISION_4_TABLES: [&str; 3] = ["provenance_entries", "bulk_rows", "aggreg
 
 /// The schema revision this binary writes and reads. Revision 2 keeps a
 /// work's four documents in one row (`work_documents`); revision 3 adds the
-/// change feed; revision 4 keeps the tables of small rows WITHOUT ROWID.
-const SCHEMA_REVISION: i64 = 4;
+/// change feed; revision 4 keeps the tables of small rows WITHOUT ROWID;
+/// revision 5 adds the notifications (created empty by the DDL: the
+/// notifications of a file's past are not recorded).
+const SCHEMA_REVISION: i64 = 5;
 
 pub(super) fn migrate_catalog(connection: &mut Connection) -> Result<(), StoreError> {
     migrate(connection, CATALOG_DDL, &[])

@@ -11,6 +11,7 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use super::change_feed::{self, RecordedChange};
 use super::errors::from_sqlite;
+use super::notifications;
 use super::version_files::Writer;
 use super::work_rows::WorkRowWriter;
 use super::{reads, schema, state_reads};
@@ -81,6 +82,7 @@ pub(super) fn with_stored_bodies(batch: &WriteBatch) -> Result<WriteBatch, Store
         party_references: batch.party_references.clone(),
         checkpoints: batch.checkpoints.clone(),
         read_set: batch.read_set.clone(),
+        notifications: batch.notifications.clone(),
         change_feed_retention: batch.change_feed_retention,
     })
 }
@@ -101,6 +103,7 @@ pub(super) fn apply_batch(writer: &mut Writer, batch: &WriteBatch, now_ms: i64) 
     record_document_changes(&transaction, batch)?;
     let changes = write_bulk_rows(&transaction, batch)?;
     change_feed::record(&transaction, &changes, now_ms, batch.change_feed_retention)?;
+    notifications::record(&transaction, &batch.notifications, now_ms, batch.change_feed_retention)?;
     write_state(&transaction, batch)?;
     transaction.commit().map_err(from_sqlite)?;
     Ok(BatchWritten { mark: Some(mark), stale: Vec::new() })

@@ -30,6 +30,7 @@ from generated_client.api.description import get_open_api_description  # noqa: E
 from generated_client.api.keys import get_signing_keys  # noqa: E402
 from generated_client.api.licenses import get_license_status  # noqa: E402
 from generated_client.api.metadata import get_metadata, get_provenance  # noqa: E402
+from generated_client.api.notifications import list_notifications  # noqa: E402
 from generated_client.api.oai_pmh import oai_pmh, oai_pmh_post  # noqa: E402
 from generated_client.api.public_record import get_public_record  # noqa: E402
 from generated_client.api.rights import (  # noqa: E402
@@ -125,6 +126,12 @@ assert page.total > 0 and 0 < len(page.items) <= 5
 
 changes = answer("listChanges", list_changes.sync_detailed(client=client, limit=5), models.ChangePage)
 assert changes.items and changes.next_.startswith("c1.")
+
+notifications = answer(
+    "listNotifications", list_notifications.sync_detailed(client=client, limit=1000), models.NotificationPage
+)
+assert notifications.next_.startswith("n1.")
+assert any(item.subject.value == "license" for item in notifications.items), "license statuses are notified"
 
 snapshots = answer("listSnapshots", list_snapshots.sync_detailed(client=client), models.SnapshotList)
 snapshot_id = snapshots.snapshots[0].snapshot_id

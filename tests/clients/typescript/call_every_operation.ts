@@ -50,7 +50,8 @@ const client = createClient<paths>({ baseUrl, headers: { "x-api-key": key.apiKey
 
 const workId = byIswc.id;
 const onWork = { params: { path: { lccId: workId } } };
-const profile = answer("getRightsProfile", await client.GET("/rights/{lccId}", onWork));
+const profileAnswer = await client.GET("/rights/{lccId}", onWork);
+const profile = answer("getRightsProfile", profileAnswer);
 check(profile.lccId === workId && profile.iswc === byIswc.iswc, "the profile of the work asked for");
 
 const found = answer("findRightsProfiles", await client.GET("/rights", { params: { query: { isrc: byIsrc.isrcs[0] } } }));
@@ -120,6 +121,17 @@ check(page.total > 0 && page.items.length > 0 && page.items.length <= 5, "a page
 
 const changes = answer("listChanges", await client.GET("/bulk/changes", { params: { query: { limit: 5 } } }));
 check(changes.items.length > 0 && changes.next.startsWith("c1."), "a page of the change feed");
+
+const notifications = answer(
+  "listNotifications",
+  await client.GET("/notifications", { params: { query: { limit: 1000 } } }),
+);
+const newestOfWork = notifications.items.filter((item) => item.subject === "work" && item.id === workId).pop();
+check(notifications.next.startsWith("n1.") && newestOfWork !== undefined, "the work's notification");
+check(
+  newestOfWork?.tags.rights === profileAnswer.response.headers.get("etag"),
+  "the notification names the tag the profile is served with",
+);
 
 const snapshots = answer("listSnapshots", await client.GET("/bulk/snapshots"));
 const snapshotId = snapshots.snapshots[0].snapshotId;

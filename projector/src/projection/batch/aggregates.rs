@@ -97,6 +97,11 @@ pub(super) struct Overlay<'a> {
 }
 
 impl<'a> Overlay<'a> {
+    /// A state the batch in flight writes.
+    pub(super) fn stored(&self, topic: &str, id: &str) -> Option<&'a StoredAggregate> {
+        self.aggregates.get(&(topic, id)).copied()
+    }
+
     pub(super) fn of(pending: Option<&'a WriteBatch>) -> Overlay<'a> {
         let Some(pending) = pending else { return Overlay::default() };
         Overlay {

@@ -17,6 +17,7 @@
 mod aggregates;
 mod documents_to_render;
 mod index_changes;
+mod notifying;
 mod read_set_builder;
 mod rendering;
 

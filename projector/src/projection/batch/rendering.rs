@@ -5,7 +5,9 @@
 
 use std::collections::BTreeSet;
 
-use read_model::documents::DocumentKind;
+use read_model::answer_tags::ProvenanceVersions;
+use read_model::documents::{DocumentKind, WorkStatus};
+use read_model::notifications::{Answer, Subject};
 use read_model::{
     DocumentWrite, IdentifierWrite, KeyedWrite, ModelVersion, PartyReferenceWrite, PartyReferrer, ProjectionWrites,
     StoreError, WriteBatch, WriteVersion,
@@ -15,6 +17,7 @@ use serde::Serialize;
 use super::aggregates::{Aggregates, Overlay, WORK_TOPICS, state_of};
 use super::documents_to_render::Stale;
 use super::index_changes::WorkIndexChanges;
+use super::notifying::{NotifiedStates, RenderedTags};
 use super::read_set_builder::ReadSetBuilder;
 use super::{Dirty, Rendering};
 use crate::contract::Topic;
@@ -79,21 +82,28 @@ pub(super) async fn render_dirty(
         }
     }
     aggregates.load(store, version, overlay, further).await?;
+    let mut notified = if render {
+        NotifiedStates::load(store, version, overlay, documents.works.keys(), documents.licenses.iter()).await?
+    } else {
+        NotifiedStates::default()
+    };
 
     let parties = if render { aggregates.parties() } else { PartyDirectory::default() };
     let mut read_set = ReadSetBuilder::default();
     for (id, stale, changes) in work_changes {
-        write_work(aggregates, &parties, id, stale, changes, write, &mut read_set);
+        write_work(aggregates, &parties, id, stale, changes, write, &mut read_set, &mut notified);
     }
     for id in &documents.licenses {
-        write_license(aggregates, &parties, id, render, write, &mut read_set);
+        write_license(aggregates, &parties, id, render, write, &mut read_set, &mut notified);
     }
     write.read_set = read_set.finish(aggregates, dirty.changed_parties.clone());
     Ok(())
 }
 
 /// Writes a work's index changes and renders the parts of its documents
-/// that `stale` names (none when rendering is deferred).
+/// that `stale` names (none when rendering is deferred), with the
+/// notification of the answers they change.
+#[allow(clippy::too_many_arguments)]
 fn write_work(
     aggregates: &Aggregates,
     parties: &PartyDirectory<'_>,
@@ -102,6 +112,7 @@ fn write_work(
     changes: WorkIndexChanges,
     write: &mut WriteBatch,
     read_set: &mut ReadSetBuilder,
+    notified: &mut NotifiedStates,
 ) {
     let render = stale != Stale::NONE;
     let document = PartyReferrer::Work(id.to_owned());
@@ -143,28 +154,43 @@ fn write_work(
         certificate: state_of!(aggregates, state, Topic::Certificates, id, Certificate),
         parties,
     });
+    let mut tags = RenderedTags::default();
     let mut document = |kind, body| write.documents.push(DocumentWrite { kind, key: id.to_owned(), body, version });
     if stale.rights_profile {
-        document(DocumentKind::RightsProfile, Some(to_body(&rendered.rights_profile)));
+        let body = to_body(&rendered.rights_profile);
+        tags.stored_json(Answer::Rights, id, &body);
+        document(DocumentKind::RightsProfile, Some(body));
     }
     if stale.verification {
-        document(DocumentKind::Verification, Some(to_body(&rendered.verification)));
+        let body = to_body(&rendered.verification);
+        tags.verification(id, &body, rendered.verification.protection_ends_on);
+        document(DocumentKind::Verification, Some(body));
     }
     if stale.metadata {
-        document(DocumentKind::Metadata, Some(to_body(&rendered.metadata)));
+        let body = to_body(&rendered.metadata);
+        tags.stored_json(Answer::Metadata, id, &body);
+        document(DocumentKind::Metadata, Some(body));
     }
+    let provenance =
+        ProvenanceVersions(WORK_TOPICS.map(|topic| aggregates.entry(topic, id).map_or(0, |entry| entry.version)));
     if stale.evidence {
-        document(DocumentKind::Evidence, Some(to_body(&rendered.evidence)));
+        let body = to_body(&rendered.evidence);
+        tags.evidence(id, &body, rendered.evidence.protection_ends_on, provenance);
+        document(DocumentKind::Evidence, Some(body));
     }
+    tags.provenance(id, provenance);
     if let Some(row) = rendered.bulk_row.filter(|_| stale.bulk) {
         write.bulk_rows.push(keyed(Some(to_body(&row))));
     }
     if let Some(fixture) = rendered.fixture {
         write.fixtures.push(keyed(Some(to_body(&fixture))));
     }
+    let withdrawn = rendered.verification.status == WorkStatus::Withdrawn;
+    notified.record(Subject::Work, id, version.0, withdrawn, tags, write);
 }
 
-/// Writes a license's party reference changes and, when `render`, its documents.
+/// Writes a license's party reference changes and, when `render`, its
+/// documents and the notification of a changed status.
 fn write_license(
     aggregates: &Aggregates,
     parties: &PartyDirectory<'_>,
@@ -172,6 +198,7 @@ fn write_license(
     render: bool,
     write: &mut WriteBatch,
     read_set: &mut ReadSetBuilder,
+    notified: &mut NotifiedStates,
 ) {
     let Some(license) = state_of!(aggregates, state, Topic::Licenses, id, License) else {
         return;
@@ -201,11 +228,19 @@ fn write_license(
         return;
     }
     let (document, fixture) = render_license(id, license, parties);
-    let body = Some(to_body(&document));
-    write.documents.push(DocumentWrite { kind: DocumentKind::LicenseStatus, key: id.to_owned(), body, version });
+    let body = to_body(&document);
+    let mut tags = RenderedTags::default();
+    tags.stored_json(Answer::LicenseStatus, id, &body);
+    write.documents.push(DocumentWrite {
+        kind: DocumentKind::LicenseStatus,
+        key: id.to_owned(),
+        body: Some(body),
+        version,
+    });
     if let Some(fixture) = fixture {
         write.fixtures.push(KeyedWrite { key: id.to_owned(), body: Some(to_body(&fixture)), version });
     }
+    notified.record(Subject::License, id, version.0, false, tags, write);
 }
 
 pub(super) fn to_body(document: &impl Serialize) -> Vec<u8> {

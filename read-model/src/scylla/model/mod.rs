@@ -255,6 +255,13 @@ fn row_write(mutation: &Mutation<'_>) -> RowWrite {
         Mutation::ChangeDay { audience, day, .. } => {
             ("change_feed_days", vec![audience.code().into(), day.into()], Some(Vec::new()))
         }
+        Mutation::Notification { id, day, sequence, body, .. } => {
+            let key = vec![Audience::of(id).code().into(), day.into(), sequence.into(), id.into()];
+            ("notifications", key, Some(vec![("body", Some(body.to_vec()))]))
+        }
+        Mutation::NotificationDay { audience, day, .. } => {
+            ("notification_days", vec![audience.code().into(), day.into()], Some(Vec::new()))
+        }
         Mutation::PartyReference { party_id, referrer, present, .. } => {
             let (kind, id) = referrer.columns();
             ("party_references", vec![party_id.into(), kind.into(), id.into()], present_or_delete(present))

@@ -71,7 +71,9 @@ fn check(text: &str, shapes: &[TableShape]) {
             assert!(restricted_by_equality(text, column) || listed, "{text}: not whole partitions ({column} unbound)");
         }
     }
-    if text.starts_with("DELETE ") {
+    // Retention removes a whole day of notifications at once, by design.
+    let whole_partition = text.starts_with("DELETE FROM k.notifications ");
+    if text.starts_with("DELETE ") && !whole_partition {
         for column in &shape.clustering_key {
             assert!(restricted_by_equality(text, column), "{text}: deletes more than one row");
         }
@@ -86,7 +88,7 @@ fn check(text: &str, shapes: &[TableShape]) {
 fn every_model_statement_reads_or_writes_one_partition_of_a_committed_table() {
     let shapes = tables(&render(MODEL_CQL, "k", 1));
     let statements = ModelStatement::all();
-    assert_eq!(statements.len(), 5 * 3 + 44);
+    assert_eq!(statements.len(), 5 * 3 + 51);
     for statement in statements {
         check(&statement.text("k"), &shapes);
     }

@@ -86,6 +86,13 @@ model_statements!(
     SelectChangeHeads,
     WriteChangeHorizon,
     SelectChangeHorizon,
+    InsertNotification,
+    SelectNotificationsAfter,
+    SelectLastNotification,
+    DeleteNotificationDayRows,
+    InsertNotificationDay,
+    SelectNotificationDays,
+    DeleteNotificationDay,
 );
 
 /// The text of every statement the backend can send: the committed DDL of
@@ -128,8 +135,15 @@ impl ModelStatement {
     pub fn access(self) -> Access {
         use ModelStatement::*;
         match self {
-            SelectProvenance | SelectIdentifiers | SelectBucketCounts | SelectBucketMarks | SelectFixtures
-            | SelectPartyReferrers | SelectCheckpoints | SelectChangeDays => Access::ReadInPages,
+            SelectProvenance
+            | SelectIdentifiers
+            | SelectBucketCounts
+            | SelectBucketMarks
+            | SelectFixtures
+            | SelectPartyReferrers
+            | SelectCheckpoints
+            | SelectChangeDays
+            | SelectNotificationDays => Access::ReadInPages,
             _ => write_or_read(&self.text("k")),
         }
     }
@@ -279,12 +293,36 @@ impl ModelStatement {
             SelectChangeHorizon => {
                 format!("SELECT horizon FROM {keyspace}.change_feed_horizon WHERE singleton = ?")
             }
+            InsertNotification => format!(
+                "INSERT INTO {keyspace}.notifications (audience, day, sequence, id, body) VALUES (?, ?, ?, ?, ?) \
+                 USING TIMESTAMP ?"
+            ),
+            SelectNotificationsAfter => format!(
+                "SELECT sequence, id, body FROM {keyspace}.notifications \
+                 WHERE audience = ? AND day = ? AND (sequence, id) > (?, ?) AND sequence <= ? LIMIT ?"
+            ),
+            SelectLastNotification => format!(
+                "SELECT sequence, id FROM {keyspace}.notifications WHERE audience = ? AND day = ? \
+                 ORDER BY sequence DESC, id DESC LIMIT 1"
+            ),
+            DeleteNotificationDayRows => {
+                format!("DELETE FROM {keyspace}.notifications USING TIMESTAMP ? WHERE audience = ? AND day = ?")
+            }
+            InsertNotificationDay => {
+                format!("INSERT INTO {keyspace}.notification_days (audience, day) VALUES (?, ?) USING TIMESTAMP ?")
+            }
+            SelectNotificationDays => format!("SELECT day FROM {keyspace}.notification_days WHERE audience = ?"),
+            DeleteNotificationDay => {
+                format!("DELETE FROM {keyspace}.notification_days USING TIMESTAMP ? WHERE audience = ? AND day = ?")
+            }
         }
     }
 }
 
 /// The partition key value of the change feed's horizon.
 pub const HORIZON_ROW: &str = "horizon";
+/// The partition key value of the notification feed's horizon, kept beside the change feed's.
+pub const NOTIFICATIONS_HORIZON_ROW: &str = "notifications";
 /// The partition key value of the sandbox fixture catalogue.
 pub const FIXTURES_PARTITION: &str = "sandbox";
 

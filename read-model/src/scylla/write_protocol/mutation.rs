@@ -67,6 +67,20 @@ pub enum Mutation<'a> {
         day: i64,
         timestamp: i64,
     },
+    /// A notification appended to its feed.
+    Notification {
+        id: &'a str,
+        day: i64,
+        sequence: i64,
+        body: &'a [u8],
+        timestamp: i64,
+    },
+    /// A day that holds notifications of an audience.
+    NotificationDay {
+        audience: Audience,
+        day: i64,
+        timestamp: i64,
+    },
     PartyReference {
         party_id: &'a str,
         referrer: &'a PartyReferrer,
@@ -165,6 +179,29 @@ pub fn visible<'a>(batch: &'a WriteBatch, first_sequence: i64, unseen: &[&str]) 
         mutations.push(Mutation::BulkRow { bucket, lcc_id, body, timestamp });
     }
     mutations.extend(changes(&batch.bulk_rows, first_sequence, unseen));
+    mutations.extend(notifications(batch, first_sequence + batch.bulk_rows.len() as i64));
+    mutations
+}
+
+/// The notifications' share of phase "visible", after the batch's changes
+/// in the sequences it placed. A row is stamped with its millisecond: it is
+/// never rewritten (a replay appends its notifications again, at new
+/// sequences, with the versions they had), and a day's partition deletion
+/// stamped with the next day covers every row of the day.
+fn notifications(batch: &WriteBatch, first_sequence: i64) -> Vec<Mutation<'_>> {
+    let mut mutations = Vec::with_capacity(batch.notifications.len() + 2);
+    let mut days = std::collections::BTreeSet::new();
+    for (index, notification) in batch.notifications.iter().enumerate() {
+        let sequence = first_sequence + index as i64;
+        let (id, day) = (notification.id.as_str(), day_of(sequence));
+        let timestamp = timestamps::of_feed_sequence(sequence);
+        mutations.push(Mutation::Notification { id, day, sequence, body: &notification.body, timestamp });
+        days.insert((Audience::of(id), day));
+    }
+    for (audience, day) in days {
+        let timestamp = timestamps::of_feed_day(day * super::super::change_feed::DAY_MS);
+        mutations.push(Mutation::NotificationDay { audience, day, timestamp });
+    }
     mutations
 }
 
@@ -250,6 +287,8 @@ impl Mutation<'_> {
             | Mutation::Change { timestamp, .. }
             | Mutation::ChangeHead { timestamp, .. }
             | Mutation::ChangeDay { timestamp, .. }
+            | Mutation::Notification { timestamp, .. }
+            | Mutation::NotificationDay { timestamp, .. }
             | Mutation::PartyReference { timestamp, .. }
             | Mutation::Aggregate { timestamp, .. }
             | Mutation::Checkpoint { timestamp, .. }

@@ -1,0 +1,163 @@
+//! The notification feed: `GET /notifications?since=&limit=`, every change
+//! of an answer a key can read, in commit order, from an opaque cursor (see
+//! `read_model::notifications`).
+//!
+//! A client that holds answers (a rights profile, a verification, a license
+//! status) follows the feed and compares each item's tags with the `ETag`s
+//! of its copies: a copy whose tag differs is stale and fetched again; one
+//! that matches is current, without a request. Each item carries a version
+//! that grows per id, so applying an item twice or an older one after a
+//! newer changes nothing.
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::Response;
+use read_model::Audience;
+use read_model::ModelVersion;
+use read_model::calendar::Timestamp;
+use read_model::change_feed::{ChangeFeedGone, FeedPosition, millisecond_of_sequence};
+use read_model::notifications::{
+    Answer, AnswerTags, Notification, NotificationCursor, NotificationQuery, NotificationsRead, Subject,
+};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::changes::limit_of;
+use super::json_of;
+use super::parameters::{NotificationsQuery, QueryParameters};
+use crate::access::Credentials;
+use crate::app::{App, BASE_PATH};
+use crate::errors::ApiError;
+use crate::keys::Scope;
+
+/// One page of the notification feed.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NotificationPage {
+    /// The notifications, oldest first.
+    pub items: Vec<NotificationItem>,
+    /// Continue from here (`since=`); present also when the page is empty.
+    pub next: String,
+    /// Whether the page reached the newest committed notification: poll
+    /// again later. False while newer ones are committed but not served yet
+    /// (a replicated store serves one once no older one can still land
+    /// before it, within seconds).
+    pub caught_up: bool,
+    pub links: super::changes::ChangeLinks,
+}
+
+/// One notification: which answers of a work or license changed, and the
+/// tag of each of its answers now.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NotificationItem {
+    /// The position of this notification; `since=` it continues after it.
+    pub cursor: String,
+    /// When the change was recorded.
+    #[schema(value_type = String, format = DateTime)]
+    pub recorded_at: Timestamp,
+    /// `work` (a work's answers) or `license` (a license's status).
+    pub subject: Subject,
+    /// The work's lccId, or the license's id.
+    pub id: String,
+    /// Grows with every notification of the id: keep the newest of each id.
+    pub version: u64,
+    /// Whether this change withdrew the work.
+    pub withdrawn: bool,
+    /// The answers whose content changed.
+    pub changed: Vec<Answer>,
+    /// The entity tag of each answer of the subject now, changed or not, as
+    /// the endpoint serves it in `ETag`: `rights` (`/rights/{lccId}`),
+    /// `verification` (`/verify` without `sha256`), `metadata` (`/metadata`
+    /// as JSON), `provenance`, `evidence`, `licenseStatus`
+    /// (`/licenses/{id}/status`).
+    pub tags: AnswerTags,
+}
+
+/// The cursor of `since`, checked to be of the caller's audience.
+fn cursor_of(text: Option<&str>, audience: Audience) -> Result<Option<NotificationCursor>, ApiError> {
+    let Some(text) = text else { return Ok(None) };
+    let cursor = NotificationCursor::decode(text.trim()).map_err(|_| ApiError::InvalidCursor)?;
+    if cursor.audience != audience {
+        return Err(ApiError::CursorOfAnotherAudience(cursor.audience.code()));
+    }
+    Ok(Some(cursor))
+}
+
+/// `GET /notifications?since=&limit=`.
+#[utoipa::path(
+    get,
+    context_path = BASE_PATH,
+    path = "/notifications",
+    operation_id = "listNotifications",
+    tag = "Notifications",
+    summary = "Changes to the answers of works and licenses since a cursor",
+    description = "Not in the specification. Every change of the content of an answer a key can read, in commit order: a work's rights profile, verification, metadata, provenance or evidence (a holder, a split, a dispute, a certificate, a party's public name, a withdrawal), and a license's status. Each item names the work or license, which answers changed, and the entity tag of each of its answers now, the `ETag` the endpoint serves: a copy held with another tag is stale. Start without `since` (from the oldest retained notification) and continue from each page's `next`, also when a page is empty. Notifications are kept 30 days by default; an older cursor, or one of a model version replaced by a rebuild, gets 410 with `resumeFrom`: revalidate the answers you hold with `If-None-Match`, then continue from it. A sandbox key reads the sandbox's notifications only; a production key never sees them. The end of a term of protection changes the verification and evidence tags without a change of any record; it is notified when the work is next changed.",
+    params(NotificationsQuery),
+    responses(
+        (status = 200, description = "One page of notifications.", body = NotificationPage),
+        (status = 400, description = "`since` is not a notification cursor of this service or of this key's audience, or `limit` is out of range.", body = crate::errors::Problem, content_type = "application/problem+json"),
+        (status = 410, description = "The cursor can no longer be continued from; `resumeFrom` is a cursor at the feed's end.", body = crate::errors::Problem, content_type = "application/problem+json"),
+    ),
+    security(("apiKey" = ["notifications:read"])),
+)]
+pub async fn notifications(
+    State(app): State<Arc<App>>,
+    QueryParameters(query): QueryParameters<NotificationsQuery>,
+    credentials: Credentials,
+) -> Response {
+    app.answer_authorized(&credentials, Scope::NotificationsRead, None, async |granted| {
+        let audience = granted.audience();
+        let limit = limit_of(query.limit.as_deref())?;
+        let cursor = cursor_of(query.since.as_deref(), audience)?;
+        let read =
+            NotificationQuery { audience, after: cursor.map(|cursor| (cursor.model_version, cursor.position)), limit };
+        let cursor_at = |model_version: ModelVersion, position: FeedPosition| {
+            NotificationCursor { model_version, audience, position }.encode()
+        };
+        let page = match app.store.notifications(&read).await? {
+            NotificationsRead::Page(page) => page,
+            NotificationsRead::Gone { gone, model_version, resume_from } => {
+                let reason = match gone {
+                    ChangeFeedGone::OtherModelVersion { active } => {
+                        format!("the cursor is of a model version that a rebuild replaced (now {active})")
+                    }
+                    ChangeFeedGone::Purged => "notifications after the cursor are no longer retained".to_owned(),
+                };
+                return Err(ApiError::NotificationsGone { reason, resume_from: cursor_at(model_version, resume_from) });
+            }
+        };
+        let items = page
+            .items
+            .into_iter()
+            .map(|item| {
+                let notification: Notification = serde_json::from_slice(&item.body).map_err(|_| {
+                    tracing::error!(id = item.position.lcc_id, "a stored notification is not one");
+                    ApiError::Internal
+                })?;
+                Ok(NotificationItem {
+                    recorded_at: Timestamp(millisecond_of_sequence(item.position.sequence)),
+                    cursor: cursor_at(page.model_version, item.position),
+                    subject: notification.subject,
+                    id: notification.id,
+                    version: notification.version,
+                    withdrawn: notification.withdrawn,
+                    changed: notification.changed,
+                    tags: notification.tags,
+                })
+            })
+            .collect::<Result<Vec<_>, ApiError>>()?;
+        let next = cursor_at(page.model_version, page.next);
+        let link = |since: Option<&str>| {
+            let since = since.map(|since| format!("since={since}&")).unwrap_or_default();
+            app.public_url(&format!("/notifications?{since}limit={limit}"))
+        };
+        let links =
+            super::changes::ChangeLinks { this: link(query.since.as_deref().map(str::trim)), next: link(Some(&next)) };
+        let caught_up = items.len() < limit as usize && !page.settling;
+        json_of(StatusCode::OK, &NotificationPage { items, next, caught_up, links })
+    })
+    .await
+}

@@ -1,0 +1,106 @@
+//! The notification feed over the sandbox fixtures as the projector
+//! recorded them: each subject's newest notification names the tags its
+//! answers are served with, audiences stay apart, and cursors are checked.
+
+mod support;
+
+use std::collections::BTreeMap;
+
+use axum::http::{StatusCode, header};
+use query_api::keys::Scope;
+use serde_json::Value;
+use support::Service;
+
+/// Every notification of the key's audience, oldest first.
+async fn every_notification(service: &Service, key: &str) -> Vec<Value> {
+    let mut items = Vec::new();
+    let mut since = String::new();
+    loop {
+        let (status, page, _) = service.get(&format!("/notifications?limit=7{since}"), Some(key)).await;
+        assert_eq!(status, StatusCode::OK, "{page}");
+        let batch = page["items"].as_array().expect("items").clone();
+        let next = page["next"].as_str().expect("next").to_owned();
+        assert!(next.starts_with("n1."), "{next}");
+        items.extend(batch.iter().cloned());
+        if page["caughtUp"] == true {
+            assert!(batch.len() < 7);
+            return items;
+        }
+        since = format!("&since={next}");
+    }
+}
+
+fn tag_of(response: &axum::response::Response) -> String {
+    response.headers()[header::ETAG].to_str().expect("tag").to_owned()
+}
+
+#[tokio::test]
+async fn each_subjects_newest_notification_names_the_tags_its_answers_are_served_with() {
+    let service = Service::start().await;
+    let key = service.sandbox_key();
+    let items = every_notification(&service, &key).await;
+    let mut newest: BTreeMap<String, Value> = BTreeMap::new();
+    for item in &items {
+        let id = item["id"].as_str().expect("id").to_owned();
+        if let Some(earlier) = newest.get(&id) {
+            assert!(item["version"].as_u64() > earlier["version"].as_u64(), "versions grow per id: {item}");
+        }
+        newest.insert(id, item.clone());
+    }
+    let works = newest.values().filter(|item| item["subject"] == "work").count();
+    let licenses = newest.values().filter(|item| item["subject"] == "license").count();
+    assert_eq!((works, licenses), (16, 12), "every sandbox work and license is notified");
+    let withdrawn: Vec<&str> =
+        items.iter().filter(|item| item["withdrawn"] == true).map(|item| item["id"].as_str().expect("id")).collect();
+    assert_eq!(withdrawn, ["SANDBOX-LCC-0012"], "the withdrawn fixture, once");
+    for (id, item) in &newest {
+        let answers: &[(&str, String)] = if item["subject"] == "work" {
+            &[
+                ("rights", format!("/rights/{id}")),
+                ("verification", format!("/rights/{id}/verify")),
+                ("metadata", format!("/rights/{id}/metadata")),
+                ("provenance", format!("/rights/{id}/provenance")),
+                ("evidence", format!("/rights/{id}/evidence")),
+            ]
+        } else {
+            &[("licenseStatus", format!("/licenses/{id}/status"))]
+        };
+        assert_eq!(item["tags"].as_object().expect("tags").len(), answers.len(), "{item}");
+        for (answer, path) in answers {
+            let (status, body, response) = service.get(path, Some(&key)).await;
+            assert_eq!(status, StatusCode::OK, "{path}: {body}");
+            assert_eq!(item["tags"][answer], tag_of(&response), "{id}: {answer}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn audiences_stay_apart_and_cursors_are_checked() {
+    let service = Service::start().await;
+    let sandbox = service.sandbox_key();
+    let production = service.issue_key(&[Scope::NotificationsRead], 1_000).await;
+    let (status, page, _) = service.get("/notifications", Some(&production)).await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    let production_ids: Vec<&str> =
+        page["items"].as_array().expect("items").iter().map(|item| item["id"].as_str().expect("id")).collect();
+    assert!(!production_ids.is_empty(), "the production works are notified");
+    assert!(production_ids.iter().all(|id| !id.starts_with("SANDBOX-")), "a production key sees no sandbox one");
+
+    let (_, sandbox_page, _) = service.get("/notifications?limit=1", Some(&sandbox)).await;
+    let sandbox_cursor = sandbox_page["next"].as_str().expect("next");
+    let (status, problem, _) = service.get(&format!("/notifications?since={sandbox_cursor}"), Some(&production)).await;
+    assert_eq!((status, problem["code"].as_str()), (StatusCode::BAD_REQUEST, Some("cursor_of_another_audience")));
+    let (_, changes, _) = service.get("/bulk/changes?limit=1", Some(&sandbox)).await;
+    let change_cursor = changes["next"].as_str().expect("a change feed cursor");
+    for bad in [change_cursor, "n1.!!", "n2.MQ"] {
+        let (status, problem, _) = service.get(&format!("/notifications?since={bad}"), Some(&sandbox)).await;
+        assert_eq!((status, problem["code"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid_cursor")), "{bad}");
+    }
+    for bad in ["0", "1001", "x"] {
+        let (status, _, _) = service.get(&format!("/notifications?limit={bad}"), Some(&sandbox)).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "limit={bad}");
+    }
+    let without_scope = service.issue_key(&[Scope::RightsRead], 1_000).await;
+    let (status, problem, _) = service.get("/notifications", Some(&without_scope)).await;
+    assert_eq!((status, problem["code"].as_str()), (StatusCode::FORBIDDEN, Some("insufficient_scope")));
+}
