@@ -46,14 +46,17 @@ impl NotificationFeed<'_> {
         Ok(rows.into_iter().map(|(day,)| day).collect())
     }
 
-    /// The newest notification of either audience, or the horizon when that is later.
-    async fn end(&self, horizon: i64) -> Result<i64, StoreError> {
-        let mut end = horizon;
+    /// The position of the newest notification of either audience, or the
+    /// horizon when that is later: where a reader that has read everything stands.
+    async fn end(&self, horizon: i64) -> Result<FeedPosition, StoreError> {
+        let mut end = FeedPosition { sequence: horizon, lcc_id: String::new() };
         for audience in [Audience::Production, Audience::Sandbox] {
             if let Some(day) = self.days(audience).await?.last() {
                 let statement = self.statements.get(ModelStatement::SelectLastNotification)?;
                 let rows: Vec<(i64, String)> = select(self.session, statement, (audience.code(), *day)).await?;
-                end = end.max(rows.first().map_or(0, |(sequence, _)| *sequence));
+                if let Some((sequence, id)) = rows.into_iter().next() {
+                    end = end.max(FeedPosition { sequence, lcc_id: id });
+                }
             }
         }
         Ok(end)
@@ -81,8 +84,9 @@ impl NotificationFeed<'_> {
                 } else {
                     ChangeFeedGone::Purged
                 };
-                let end = self.end(horizon).await?.min(settled.max(horizon));
-                let resume_from = FeedPosition { sequence: end, lcc_id: String::new() };
+                // Not past what is settled, so that nothing can still land before it.
+                let settled_end = FeedPosition { sequence: settled.max(horizon), lcc_id: String::new() };
+                let resume_from = self.end(horizon).await?.min(settled_end);
                 return Ok(NotificationsRead::Gone { gone, model_version: version, resume_from });
             }
             Some((_, position)) => position.clone(),
@@ -109,7 +113,7 @@ impl NotificationFeed<'_> {
             // Caught up to the settled moment: nothing of the audience lands
             // before it any more, so the cursor moves there.
             after = after.max(FeedPosition { sequence: settled, lcc_id: String::new() });
-            settling = self.end(horizon).await? > settled;
+            settling = self.end(horizon).await?.sequence > settled;
         }
         Ok(NotificationsRead::Page(NotificationPage { model_version: version, items, next: after, settling }))
     }
