@@ -13,6 +13,7 @@ use crate::keys::production::ProductionKeys;
 use crate::keys::sandbox::SandboxKeys;
 use crate::metered_reads::MeteredReads;
 use crate::metrics::Metrics;
+use crate::notification_streams::StreamSlots;
 use crate::open_files::raise_open_file_limit;
 use crate::rate_limit::RateLimits;
 use crate::signing::Signer;
@@ -36,8 +37,11 @@ pub struct App {
     /// The calendar time of answers computed at request time (a remaining
     /// term, a verification date): the system's, or a manual one in tests.
     pub clock: read_model::clock::Clock,
-    /// Set once shutdown begins: `/readyz` answers 503 from then on.
+    /// Set once shutdown begins: `/readyz` answers 503 from then on, and
+    /// notification streams end.
     pub draining: Arc<AtomicBool>,
+    /// The notification streams each key holds open.
+    pub notification_streams: StreamSlots,
 }
 
 impl std::fmt::Debug for App {
@@ -68,6 +72,7 @@ impl App {
             snapshots: config.snapshot_library(data_dir),
             signer,
             draining: Default::default(),
+            notification_streams: StreamSlots::default(),
             clock: read_model::clock::Clock::system(),
         }))
     }

@@ -95,8 +95,9 @@ impl Conditions {
         let Some(GetConditions { if_none_match, if_modified_since, key_kind }) = get else {
             return compressed_untagged(response, encoding).await;
         };
-        // Streamed files carry their own tag and are already compressed files.
-        if response.headers().contains_key(header::ETAG) {
+        // Streamed files carry their own tag and are already compressed files;
+        // an event stream never ends, so it is neither collected nor tagged.
+        if response.headers().contains_key(header::ETAG) || is_event_stream(&response) {
             return response;
         }
         if response.status() != StatusCode::OK {
@@ -143,6 +144,10 @@ impl Conditions {
         }
         Response::from_parts(parts, Body::from(body))
     }
+}
+
+fn is_event_stream(response: &Response) -> bool {
+    response.headers().get(header::CONTENT_TYPE).is_some_and(|value| value.as_bytes() == b"text/event-stream")
 }
 
 /// A JSON or XML body of at least the compression minimum, not yet coded.

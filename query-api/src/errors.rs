@@ -35,6 +35,11 @@ pub enum ApiError {
     /// A notification cursor cannot be continued from; `resume_from` is the feed's end.
     #[error("{reason}; revalidate the answers you hold with their tags, then continue from `resumeFrom`")]
     NotificationsGone { reason: String, resume_from: String },
+    #[error("this key has {0} notification streams open on this server, the most it may; close one first")]
+    TooManyStreams(u32),
+    /// The stream's cursor is more than a page behind; `pull` reads the feed from it.
+    #[error("the cursor is far behind; catch up with {pull} first, then stream from its last `next`")]
+    FarBehind { pull: String },
     #[error("the range does not overlap the file's {0} bytes")]
     RangeNotSatisfiable(u64),
     #[error("the request body must be application/json")]
@@ -67,6 +72,8 @@ impl ApiError {
                 StatusCode::BAD_REQUEST
             }
             ApiError::ChangesGone { .. } | ApiError::NotificationsGone { .. } => StatusCode::GONE,
+            ApiError::TooManyStreams(_) => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::FarBehind { .. } => StatusCode::CONFLICT,
             ApiError::RangeNotSatisfiable(_) => StatusCode::RANGE_NOT_SATISFIABLE,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
@@ -90,6 +97,8 @@ impl ApiError {
             ApiError::InvalidCursor => "invalid_cursor",
             ApiError::CursorOfAnotherAudience(_) => "cursor_of_another_audience",
             ApiError::ChangesGone { .. } | ApiError::NotificationsGone { .. } => "cursor_gone",
+            ApiError::TooManyStreams(_) => "too_many_streams",
+            ApiError::FarBehind { .. } => "far_behind",
             ApiError::RangeNotSatisfiable(_) => "range_not_satisfiable",
             ApiError::UnsupportedMediaType => "unsupported_media_type",
             ApiError::PayloadTooLarge(_) => "payload_too_large",
@@ -110,6 +119,7 @@ impl ApiError {
             StatusCode::NOT_FOUND => "Not Found",
             StatusCode::BAD_REQUEST => "Bad Request",
             StatusCode::GONE => "Gone",
+            StatusCode::CONFLICT => "Conflict",
             StatusCode::RANGE_NOT_SATISFIABLE => "Range Not Satisfiable",
             StatusCode::UNSUPPORTED_MEDIA_TYPE => "Unsupported Media Type",
             StatusCode::PAYLOAD_TOO_LARGE => "Content Too Large",

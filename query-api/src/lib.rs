@@ -20,6 +20,7 @@ pub mod http_date;
 pub mod keys;
 pub mod metered_reads;
 pub mod metrics;
+pub mod notification_streams;
 pub mod oai;
 pub mod open_files;
 pub mod provenance_chain;

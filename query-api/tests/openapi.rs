@@ -272,6 +272,7 @@ async fn the_description_is_openapi_3_1_and_covers_every_endpoint_of_the_specifi
         ("get", "/keys", None),
         ("get", "/records/{lccId}", None),
         ("get", "/notifications", Some("notifications:read")),
+        ("get", "/notifications/stream", Some("notifications:read")),
     ]
     .into_iter()
     .map(|(method, path, scope)| (method.to_owned(), path.to_owned(), scope))

@@ -15,6 +15,7 @@ mod evidence;
 mod licenses;
 mod lookup;
 mod metadata;
+mod notification_stream;
 mod notifications;
 mod oai;
 pub mod openapi;
@@ -65,6 +66,7 @@ fn described_endpoints() -> OpenApiRouter<RouterState> {
         .routes(routes!(bulk::bulk_works))
         .routes(routes!(changes::changes))
         .routes(routes!(notifications::notifications))
+        .routes(routes!(notification_stream::stream))
         .routes(routes!(snapshots::list))
         .routes(routes!(snapshots::manifest))
         .routes(routes!(snapshots::file))

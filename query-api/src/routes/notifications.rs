@@ -19,7 +19,8 @@ use read_model::ModelVersion;
 use read_model::calendar::Timestamp;
 use read_model::change_feed::{ChangeFeedGone, FeedPosition, millisecond_of_sequence};
 use read_model::notifications::{
-    Answer, AnswerTags, Notification, NotificationCursor, NotificationQuery, NotificationsRead, Subject,
+    Answer, AnswerTags, Notification, NotificationCursor, NotificationItem as StoredItem, NotificationQuery,
+    NotificationsRead, Subject,
 };
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -76,8 +77,47 @@ pub struct NotificationItem {
     pub tags: AnswerTags,
 }
 
+/// A stored notification as the feed and the stream serve it.
+pub(super) fn item_of(
+    audience: Audience,
+    model_version: ModelVersion,
+    item: StoredItem,
+) -> Result<NotificationItem, ApiError> {
+    let notification: Notification = serde_json::from_slice(&item.body).map_err(|_| {
+        tracing::error!(id = item.position.lcc_id, "a stored notification is not one");
+        ApiError::Internal
+    })?;
+    Ok(NotificationItem {
+        recorded_at: Timestamp(millisecond_of_sequence(item.position.sequence)),
+        cursor: NotificationCursor { model_version, audience, position: item.position }.encode(),
+        subject: notification.subject,
+        id: notification.id,
+        version: notification.version,
+        withdrawn: notification.withdrawn,
+        changed: notification.changed,
+        tags: notification.tags,
+    })
+}
+
+/// The 410 answer to a cursor that can no longer be continued from.
+pub(super) fn gone_error(
+    audience: Audience,
+    gone: &ChangeFeedGone,
+    model_version: ModelVersion,
+    resume_from: FeedPosition,
+) -> ApiError {
+    let reason = match gone {
+        ChangeFeedGone::OtherModelVersion { active } => {
+            format!("the cursor is of a model version that a rebuild replaced (now {active})")
+        }
+        ChangeFeedGone::Purged => "notifications after the cursor are no longer retained".to_owned(),
+    };
+    let resume_from = NotificationCursor { model_version, audience, position: resume_from }.encode();
+    ApiError::NotificationsGone { reason, resume_from }
+}
+
 /// The cursor of `since`, checked to be of the caller's audience.
-fn cursor_of(text: Option<&str>, audience: Audience) -> Result<Option<NotificationCursor>, ApiError> {
+pub(super) fn cursor_of(text: Option<&str>, audience: Audience) -> Result<Option<NotificationCursor>, ApiError> {
     let Some(text) = text else { return Ok(None) };
     let cursor = NotificationCursor::decode(text.trim()).map_err(|_| ApiError::InvalidCursor)?;
     if cursor.audience != audience {
@@ -114,42 +154,20 @@ pub async fn notifications(
         let cursor = cursor_of(query.since.as_deref(), audience)?;
         let read =
             NotificationQuery { audience, after: cursor.map(|cursor| (cursor.model_version, cursor.position)), limit };
-        let cursor_at = |model_version: ModelVersion, position: FeedPosition| {
-            NotificationCursor { model_version, audience, position }.encode()
-        };
         let page = match app.store.notifications(&read).await? {
             NotificationsRead::Page(page) => page,
             NotificationsRead::Gone { gone, model_version, resume_from } => {
-                let reason = match gone {
-                    ChangeFeedGone::OtherModelVersion { active } => {
-                        format!("the cursor is of a model version that a rebuild replaced (now {active})")
-                    }
-                    ChangeFeedGone::Purged => "notifications after the cursor are no longer retained".to_owned(),
-                };
-                return Err(ApiError::NotificationsGone { reason, resume_from: cursor_at(model_version, resume_from) });
+                return Err(gone_error(audience, &gone, model_version, resume_from));
             }
         };
         let items = page
             .items
             .into_iter()
-            .map(|item| {
-                let notification: Notification = serde_json::from_slice(&item.body).map_err(|_| {
-                    tracing::error!(id = item.position.lcc_id, "a stored notification is not one");
-                    ApiError::Internal
-                })?;
-                Ok(NotificationItem {
-                    recorded_at: Timestamp(millisecond_of_sequence(item.position.sequence)),
-                    cursor: cursor_at(page.model_version, item.position),
-                    subject: notification.subject,
-                    id: notification.id,
-                    version: notification.version,
-                    withdrawn: notification.withdrawn,
-                    changed: notification.changed,
-                    tags: notification.tags,
-                })
-            })
+            .map(|item| item_of(audience, page.model_version, item))
             .collect::<Result<Vec<_>, ApiError>>()?;
-        let next = cursor_at(page.model_version, page.next);
+        let cursor_at =
+            |position| NotificationCursor { model_version: page.model_version, audience, position }.encode();
+        let next = cursor_at(page.next);
         let link = |since: Option<&str>| {
             let since = since.map(|since| format!("since={since}&")).unwrap_or_default();
             app.public_url(&format!("/notifications?{since}limit={limit}"))

@@ -125,6 +125,16 @@ pub struct NotificationsQuery {
     pub limit: Option<String>,
 }
 
+/// The query of `GET /notifications/stream`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct NotificationsStreamQuery {
+    /// Continue after this cursor (a page's `next`, an event's `id`), when
+    /// no `Last-Event-ID` is sent. Absent: from the oldest retained notification.
+    #[param(pattern = r"^n1\.[A-Za-z0-9_-]+$")]
+    pub since: Option<String>,
+}
+
 /// The path of one snapshot.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Path)]

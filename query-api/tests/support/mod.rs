@@ -85,6 +85,7 @@ fn app(
         snapshots: query_api::snapshots::SnapshotLibrary::new(store.directory().join("snapshots")),
         signer: query_api::signing::Signer::of(&signing_keyring()),
         draining: Default::default(),
+        notification_streams: Default::default(),
         clock,
     })
 }

@@ -133,6 +133,20 @@ notifications = answer(
 assert notifications.next_.startswith("n1.")
 assert any(item.subject.value == "license" for item in notifications.items), "license statuses are notified"
 
+# The stream never ends: read until its first notification, then close it.
+# The generated function reads a whole body, so the generated client's own
+# connection (its base URL and key) streams it.
+with client.get_httpx_client().stream("GET", "/notifications/stream") as streamed:
+    assert streamed.status_code == 200, streamed.status_code
+    assert streamed.headers["content-type"] == "text/event-stream"
+    events = ""
+    for text in streamed.iter_text():
+        events += text
+        if "event: notification" in events and "\n\n" in events.split("event: notification", 1)[1]:
+            break
+assert f"id: {notifications.items[0].cursor}\n" in events, events[:300]
+called.append("streamNotifications")
+
 snapshots = answer("listSnapshots", list_snapshots.sync_detailed(client=client), models.SnapshotList)
 snapshot_id = snapshots.snapshots[0].snapshot_id
 manifest = answer(

@@ -133,6 +133,24 @@ check(
   "the notification names the tag the profile is served with",
 );
 
+// The stream never ends: read until its first notification, then close it.
+const streamed = answer(
+  "streamNotifications",
+  await client.GET("/notifications/stream", { parseAs: "stream" }),
+) as unknown as ReadableStream<Uint8Array>;
+const reader = streamed.getReader();
+const decoder = new TextDecoder();
+let events = "";
+while (!/event: notification\n[^\n]*\n[^\n]*\n\n/.test(events)) {
+  const { value, done } = await reader.read();
+  if (done) {
+    break;
+  }
+  events += decoder.decode(value, { stream: true });
+}
+await reader.cancel();
+check(events.includes(`id: ${notifications.items[0].cursor}\n`), "the stream starts with the feed's first item");
+
 const snapshots = answer("listSnapshots", await client.GET("/bulk/snapshots"));
 const snapshotId = snapshots.snapshots[0].snapshotId;
 const manifest = answer(
