@@ -51,6 +51,9 @@ async fn stored_tag(projection: &Projection, kind: DocumentKind, id: &str) -> St
     answer_tags::stored_json(Audience::Production, &body)
 }
 
+/// A notification as a step expects it: subject, id, changed answers, withdrawn.
+type Expected<'a> = (Subject, &'a str, Vec<Answer>, bool);
+
 #[tokio::test]
 async fn each_change_notifies_exactly_the_answers_it_changes_and_a_replay_none() {
     let projection = Projection::new().await;
@@ -77,7 +80,7 @@ async fn each_change_notifies_exactly_the_answers_it_changes_and_a_replay_none()
 
     let work_answers = Answer::OF_A_WORK.to_vec();
     let own_record = vec![Answer::Verification, Answer::Provenance, Answer::Evidence];
-    let steps: Vec<(&str, Draft, Vec<(Subject, &str, Vec<Answer>, bool)>)> = vec![
+    let steps: Vec<(&str, Draft, Vec<Expected<'_>>)> = vec![
         (
             "a new holder",
             rights("LCC-1", T0 + DAY, vec![right("LCC-1", "A0", "PTY-2", 10_000, RightType::AuthorsRight)], true),
@@ -161,7 +164,7 @@ async fn each_change_notifies_exactly_the_answers_it_changes_and_a_replay_none()
         let events = projection.write(&format!("step-{}", index + 1), history.clone(), 1);
         projection.project(&events, 3).await;
         let (notified, next) = notifications_after(&projection, Some(&cursor)).await;
-        let described: Vec<(Subject, &str, Vec<Answer>, bool)> = notified
+        let described: Vec<Expected<'_>> = notified
             .iter()
             .map(|item| (item.subject, item.id.as_str(), item.changed.clone(), item.withdrawn))
             .collect();
