@@ -24,6 +24,7 @@ mod kafka_group;
 mod kafka_projection;
 mod kafka_rebuild;
 mod module_imports;
+mod notification_stream;
 mod operator_keys;
 mod ops_files;
 mod personal_data;

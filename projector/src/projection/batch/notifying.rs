@@ -175,7 +175,9 @@ impl NotifiedStates {
 
     /// Records a notification of `id` in `write` when `rendered` changes a
     /// tag, or when the work became withdrawn, with a version above the
-    /// last one and at least `write_version`.
+    /// last one and at least `write_version` (the rendering's). Like the
+    /// notifications themselves, the version stored depends on which
+    /// renderings a stream's batches made; the tags do not.
     pub(super) fn record(
         &mut self,
         subject: Subject,
@@ -221,11 +223,16 @@ impl NotifiedStates {
             version: next.version,
             body: crate::projection::exact_bytes::json(&notification),
         });
+        self.store(subject, id, next, write);
+    }
+
+    /// Writes what was last notified of a subject, and keeps it for the rest of the batch.
+    fn store(&mut self, subject: Subject, id: &str, notified: Notified, write: &mut WriteBatch) {
         write.aggregates.push((
             AggregateKey { topic: topic_of(subject).to_owned(), id: id.to_owned() },
-            StoredAggregate { version: next.version, state: next.encode() },
+            StoredAggregate { version: notified.version, state: notified.encode() },
         ));
-        self.states.insert((subject, id.to_owned()), next);
+        self.states.insert((subject, id.to_owned()), notified);
     }
 }
 
@@ -272,6 +279,7 @@ mod tests {
         let first = rendered(&[(Answer::Rights, rights), (Answer::Evidence, evidence)]);
         states.record(Subject::Work, "LCC-1", 7 << 28, false, first, &mut write);
         states.record(Subject::Work, "LCC-1", 7 << 28, false, rendered(&[(Answer::Rights, rights)]), &mut write);
+        assert_eq!(write.aggregates.len(), 1, "the same rendering again stores nothing");
         let renamed = "\"0000000000000000000000000000000c\"";
         states.record(Subject::Work, "LCC-1", 7 << 28, true, rendered(&[(Answer::Rights, renamed)]), &mut write);
         let all = notifications(&write);
