@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 use query_api::config::Environment;
 use query_api::config::{ServeConfig, SigningKeysArguments};
 use query_api::keys::Scopes;
+use query_api::keys::notification_filter::NotificationFilter;
 use query_api::keys::production::ProductionKeys;
 use query_api::signing::{KeySet, Keyring, keyring_kept_in, verify_document};
 use query_api::snapshots::{DEFAULT_ROWS_PER_FILE, SnapshotLibrary, cut_snapshot, run_snapshot_schedule};
@@ -130,6 +131,13 @@ enum KeyCommand {
         /// Requests per minute.
         #[arg(long, default_value_t = 60)]
         rate_limit: u32,
+        /// Limit the key's notifications to these works (comma-separated lccIds).
+        #[arg(long, conflicts_with = "notify_parties")]
+        notify_works: Option<String>,
+        /// Limit the key's notifications to the works and licenses naming
+        /// these parties (comma-separated IPI name numbers).
+        #[arg(long)]
+        notify_parties: Option<String>,
     },
     /// List the keys (ids, partners, scopes, limits; never the keys).
     List,
@@ -261,7 +269,7 @@ async fn keys(command: KeyCommand, store_arguments: &StoreArguments) -> anyhow::
         store_arguments.open().await.with_context(|| format!("failed to open the {}", store_arguments.describe()))?;
     let keys = ProductionKeys::start(store);
     match command {
-        KeyCommand::Issue { partner, scopes, rate_limit } => {
+        KeyCommand::Issue { partner, scopes, rate_limit, notify_works, notify_parties } => {
             let scopes = Scopes::parse_list(&scopes).map_err(anyhow::Error::msg)?;
             if scopes == Scopes::default() {
                 bail!("give at least one scope");
@@ -269,10 +277,20 @@ async fn keys(command: KeyCommand, store_arguments: &StoreArguments) -> anyhow::
             if rate_limit == 0 {
                 bail!("the rate limit must be at least 1 request per minute");
             }
-            let (key, record) = keys.issue(&partner, scopes, rate_limit).await.context("failed to issue the key")?;
+            let filter = match (notify_works, notify_parties) {
+                (Some(works), _) => Some(format!("works:{works}")),
+                (None, Some(parties)) => Some(format!("parties:{parties}")),
+                (None, None) => None,
+            };
+            let filter = filter.as_deref().map(NotificationFilter::parse).transpose().map_err(anyhow::Error::msg)?;
+            let (key, record) = keys
+                .issue_filtered(&partner, scopes, rate_limit, filter.as_ref())
+                .await
+                .context("failed to issue the key")?;
             println!("{key}");
+            let notifications = filter.map(|filter| format!(", notifications of {filter}")).unwrap_or_default();
             eprintln!(
-                "issued {} for {} with scopes {} at {rate_limit}/min; the key is shown only now",
+                "issued {} for {} with scopes {} at {rate_limit}/min{notifications}; the key is shown only now",
                 record.key_id,
                 record.partner,
                 scopes.to_list()
@@ -281,7 +299,15 @@ async fn keys(command: KeyCommand, store_arguments: &StoreArguments) -> anyhow::
         KeyCommand::List => {
             for key in keys.list().await.context("failed to list keys")? {
                 let state = if key.revoked { "revoked" } else { "active" };
-                println!("{}\t{}\t{}\t{}/min\t{state}", key.key_id, key.partner, key.scopes.to_list(), key.rate_limit);
+                let filter =
+                    key.notification_filter.map(|filter| format!("\tnotifications of {filter}")).unwrap_or_default();
+                println!(
+                    "{}\t{}\t{}\t{}/min\t{state}{filter}",
+                    key.key_id,
+                    key.partner,
+                    key.scopes.to_list(),
+                    key.rate_limit
+                );
             }
         }
         KeyCommand::Revoke { key_id } => {

@@ -103,10 +103,12 @@ async fn a_key_holds_two_streams_and_a_client_far_behind_is_sent_to_the_pull_fee
     drop(second);
 
     let backlog = (0..1_000)
-        .map(|index| NotificationWrite {
-            id: format!("SANDBOX-LCC-{index:04}"),
-            version: 1_000_000 + index,
-            body: b"{}".to_vec(),
+        .map(|index| {
+            let (id, version) = (format!("SANDBOX-LCC-{index:04}"), 1_000_000 + index);
+            let body = format!(
+                r#"{{"subject":"work","id":"{id}","version":{version},"withdrawn":false,"changed":[],"tags":{{}}}}"#
+            );
+            NotificationWrite { id, version, body: body.into_bytes() }
         })
         .collect();
     let batch = WriteBatch { notifications: backlog, ..WriteBatch::default() };

@@ -104,3 +104,45 @@ async fn audiences_stay_apart_and_cursors_are_checked() {
     let (status, problem, _) = service.get("/notifications", Some(&without_scope)).await;
     assert_eq!((status, problem["code"].as_str()), (StatusCode::FORBIDDEN, Some("insufficient_scope")));
 }
+
+#[tokio::test]
+async fn a_key_limited_by_the_operator_reads_the_notifications_of_its_works_or_parties_only() {
+    use query_api::keys::notification_filter::NotificationFilter;
+    let service = Service::start().await;
+    let everything = every_notification(&service, &service.full_key).await;
+    let issue = async |filter: &str| {
+        let filter = NotificationFilter::parse(filter).expect("a filter");
+        let scopes = [Scope::NotificationsRead].into_iter().collect();
+        let issued = service.app.production_keys.issue_filtered("Filtered Ltd", scopes, 100_000, Some(&filter)).await;
+        issued.expect("issue").0
+    };
+    let ids = |items: &[Value]| -> Vec<String> {
+        items.iter().map(|item| item["cursor"].as_str().expect("cursor").to_owned()).collect()
+    };
+
+    let works_key = issue("works:LCC-0000000001,LCC-0000000002").await;
+    let expected: Vec<Value> = everything
+        .iter()
+        .filter(|item| {
+            item["subject"] == "work"
+                && ["LCC-0000000001", "LCC-0000000002"].contains(&item["id"].as_str().expect("id"))
+        })
+        .cloned()
+        .collect();
+    assert!(!expected.is_empty());
+    assert_eq!(ids(&every_notification(&service, &works_key).await), ids(&expected));
+
+    let ipi = everything
+        .iter()
+        .find_map(|item| item["parties"].as_array().and_then(|parties| parties.first()).and_then(Value::as_str))
+        .expect("a notification names a party with an IPI")
+        .to_owned();
+    let parties_key = issue(&format!("parties:{ipi}")).await;
+    let expected: Vec<Value> = everything
+        .iter()
+        .filter(|item| item["parties"].as_array().expect("parties").iter().any(|party| party == ipi.as_str()))
+        .cloned()
+        .collect();
+    assert!(expected.len() < everything.len(), "the party is not named everywhere");
+    assert_eq!(ids(&every_notification(&service, &parties_key).await), ids(&expected));
+}

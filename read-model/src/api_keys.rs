@@ -24,6 +24,10 @@ pub struct ApiKeyRecord {
     pub rate_limit_per_minute: u32,
     pub created_at_ms: i64,
     pub revoked_at_ms: Option<i64>,
+    /// What the key's notifications are limited to, as the query API spells
+    /// it (`works:…` or `parties:…`); `None` for every notification of its
+    /// audience. Stored beside the key, and set with it.
+    pub notification_filter: Option<String>,
 }
 
 /// Production keys in a store.

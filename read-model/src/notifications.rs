@@ -121,6 +121,11 @@ pub struct Notification {
     pub changed: Vec<Answer>,
     /// The tag of every answer of the subject now, changed or not.
     pub tags: AnswerTags,
+    /// The IPI name numbers of the parties the subject names (a work's
+    /// creators and holders, a license's licensee) that have one, sorted:
+    /// what a key limited to given parties is matched on.
+    #[serde(default)]
+    pub parties: Vec<String>,
 }
 
 /// A notification to append, as a batch carries it.
@@ -257,11 +262,12 @@ mod tests {
             withdrawn: false,
             changed: vec![Answer::LicenseStatus],
             tags,
+            parties: vec!["00014107338".into()],
         };
         let json = serde_json::to_string(&notification).expect("json");
         assert_eq!(
             json,
-            r#"{"subject":"license","id":"LIC-1","version":3,"withdrawn":false,"changed":["licenseStatus"],"tags":{"licenseStatus":"\"ab\""}}"#
+            r#"{"subject":"license","id":"LIC-1","version":3,"withdrawn":false,"changed":["licenseStatus"],"tags":{"licenseStatus":"\"ab\""},"parties":["00014107338"]}"#
         );
         assert_eq!(serde_json::from_str::<Notification>(&json).expect("back"), notification);
     }

@@ -11,3 +11,11 @@ CREATE TABLE IF NOT EXISTS api_keys (
     created_at_ms INTEGER NOT NULL,
     revoked_at_ms INTEGER
 ) WITHOUT ROWID;
+
+-- What a key's notifications are limited to, as the API spells it
+-- (`works:…` or `parties:…`); a key without a row reads every notification
+-- of its audience. Written with the key.
+CREATE TABLE IF NOT EXISTS notification_filters (
+    key_id TEXT PRIMARY KEY,
+    filter TEXT NOT NULL
+) WITHOUT ROWID;

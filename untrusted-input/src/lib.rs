@@ -19,6 +19,7 @@ pub mod avro_message;
 pub mod batch_lookup;
 pub mod feed_cursor;
 pub mod mutation;
+pub mod notification_cursor;
 pub mod request_parameters;
 pub mod resumption_token;
 pub mod sandbox_key;
@@ -36,6 +37,8 @@ pub enum Target {
     AvroFile,
     /// The change feed's `since` cursor.
     FeedCursor,
+    /// The notification feed's `since` cursor.
+    NotificationCursor,
     /// OAI-PMH's `resumptionToken`.
     ResumptionToken,
     /// A sandbox API key.
@@ -47,10 +50,11 @@ pub enum Target {
 }
 
 impl Target {
-    pub const ALL: [Target; 7] = [
+    pub const ALL: [Target; 8] = [
         Target::AvroMessage,
         Target::AvroFile,
         Target::FeedCursor,
+        Target::NotificationCursor,
         Target::ResumptionToken,
         Target::SandboxKey,
         Target::BatchLookup,
@@ -63,6 +67,7 @@ impl Target {
             Target::AvroMessage => "avro_message",
             Target::AvroFile => "avro_file",
             Target::FeedCursor => "feed_cursor",
+            Target::NotificationCursor => "notification_cursor",
             Target::ResumptionToken => "resumption_token",
             Target::SandboxKey => "sandbox_key",
             Target::BatchLookup => "batch_lookup",
@@ -80,6 +85,7 @@ impl Target {
             Target::AvroMessage => avro_message::check(input),
             Target::AvroFile => avro_file::check(input),
             Target::FeedCursor => feed_cursor::check(input),
+            Target::NotificationCursor => notification_cursor::check(input),
             Target::ResumptionToken => resumption_token::check(input),
             Target::SandboxKey => sandbox_key::check(input),
             Target::BatchLookup => batch_lookup::check(input),
@@ -94,6 +100,7 @@ impl Target {
             Target::AvroMessage => avro_message::seeds(),
             Target::AvroFile => avro_file::seeds(),
             Target::FeedCursor => feed_cursor::seeds(),
+            Target::NotificationCursor => notification_cursor::seeds(),
             Target::ResumptionToken => resumption_token::seeds(),
             Target::SandboxKey => sandbox_key::seeds(),
             Target::BatchLookup => batch_lookup::seeds(),

@@ -64,6 +64,8 @@ pub struct FuzzedService {
     pub sandbox_key: String,
     /// Every cursor the change feeds of both audiences hand out.
     pub feed_cursors: Vec<String>,
+    /// Every cursor the notification feeds of both audiences hand out.
+    pub notification_cursors: Vec<String>,
     /// The id of each audience's snapshot.
     pub snapshot_ids: Vec<String>,
     _directory: tempfile::TempDir,
@@ -89,10 +91,12 @@ impl FuzzedService {
             narrow_key,
             sandbox_key,
             feed_cursors: Vec::new(),
+            notification_cursors: Vec::new(),
             snapshot_ids,
             _directory: directory,
         };
-        service.feed_cursors = service.feed_cursors()?;
+        service.feed_cursors = service.cursors("/bulk/changes?limit=1000")?;
+        service.notification_cursors = service.cursors("/notifications?limit=1000")?;
         Ok(service)
     }
 
@@ -135,11 +139,12 @@ impl FuzzedService {
         serde_json::from_slice(&answer.body).context("the answer is not JSON")
     }
 
-    fn feed_cursors(&self) -> anyhow::Result<Vec<String>> {
+    /// Every cursor a page of `feed` hands out to either audience: its items' and its `next`.
+    fn cursors(&self, feed: &str) -> anyhow::Result<Vec<String>> {
         let mut cursors = Vec::new();
         for key in [&self.production_key, &self.sandbox_key] {
-            let page = self.get_json("/bulk/changes?limit=1000", key)?;
-            let items = page["items"].as_array().context("a page of changes")?;
+            let page = self.get_json(feed, key)?;
+            let items = page["items"].as_array().context("a page of a feed")?;
             cursors.extend(items.iter().filter_map(|item| item["cursor"].as_str().map(str::to_owned)));
             cursors.extend(page["next"].as_str().map(str::to_owned));
         }

@@ -39,6 +39,11 @@ fn feed_cursors_survive_encoding_and_the_rest_are_refused_as_invalid_cursors() {
 }
 
 #[test]
+fn notification_cursors_survive_encoding_and_the_rest_are_refused_as_invalid_cursors() {
+    holds_over_mutated_seeds(Target::NotificationCursor);
+}
+
+#[test]
 fn resumption_tokens_survive_encoding_and_the_rest_are_bad_resumption_tokens() {
     holds_over_mutated_seeds(Target::ResumptionToken);
 }

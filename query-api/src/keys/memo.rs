@@ -63,7 +63,13 @@ mod tests {
     use crate::keys::{KeyKind, Scopes};
 
     fn principal(key_id: &str) -> Principal {
-        Principal { kind: KeyKind::Production, key_id: key_id.into(), scopes: Scopes::all(), rate_limit: 60 }
+        Principal {
+            kind: KeyKind::Production,
+            key_id: key_id.into(),
+            scopes: Scopes::all(),
+            rate_limit: 60,
+            notification_filter: None,
+        }
     }
 
     #[test]

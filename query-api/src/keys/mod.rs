@@ -9,6 +9,7 @@
 //!   shared write.
 
 pub mod memo;
+pub mod notification_filter;
 pub mod production;
 pub mod sandbox;
 
@@ -17,6 +18,8 @@ use std::sync::Arc;
 
 use axum::http::HeaderName;
 use serde::{Deserialize, Serialize};
+
+use self::notification_filter::NotificationFilter;
 
 /// The header a key travels in. A name made once: finding a header by a
 /// string parses the string on every request.
@@ -133,6 +136,8 @@ pub struct Principal {
     pub scopes: Scopes,
     /// Requests per minute.
     pub rate_limit: u32,
+    /// What the key's notifications are limited to; `None` for every one of its audience.
+    pub notification_filter: Option<Arc<NotificationFilter>>,
 }
 
 /// The SHA-256 of a secret, as lowercase hex.

@@ -17,6 +17,7 @@ use std::time::Duration;
 use read_model::{ApiKeyRecord, ApiKeys, StoreError};
 
 use super::memo::KeyMemo;
+use super::notification_filter::NotificationFilter;
 use super::{KeyKind, Principal, Scopes, hex, random_bytes, sha256_hex};
 
 /// How often the keys in memory are reloaded: revocations take effect within
@@ -32,6 +33,7 @@ pub struct StoredKey {
     pub rate_limit: u32,
     pub created_at_ms: i64,
     pub revoked: bool,
+    pub notification_filter: Option<NotificationFilter>,
 }
 
 /// Why a key operation failed.
@@ -78,6 +80,17 @@ impl ProductionKeys {
         scopes: Scopes,
         rate_limit: u32,
     ) -> Result<(String, StoredKey), KeyStoreError> {
+        self.issue_filtered(partner, scopes, rate_limit, None).await
+    }
+
+    /// [`ProductionKeys::issue`], with the notifications limited to `filter`.
+    pub async fn issue_filtered(
+        &self,
+        partner: &str,
+        scopes: Scopes,
+        rate_limit: u32,
+        filter: Option<&NotificationFilter>,
+    ) -> Result<(String, StoredKey), KeyStoreError> {
         let key = format!("lcc_live_{}", hex(&random_bytes::<24>()?));
         let key_hash = sha256_hex(&key);
         let record = ApiKeyRecord {
@@ -88,6 +101,7 @@ impl ProductionKeys {
             rate_limit_per_minute: rate_limit,
             created_at_ms: read_model::calendar::Timestamp::now().0,
             revoked_at_ms: None,
+            notification_filter: filter.map(ToString::to_string),
         };
         self.store.insert_api_key(&record).await?;
         Ok((key, stored_key(&record)?))
@@ -219,6 +233,12 @@ fn stored_key(record: &ApiKeyRecord) -> Result<StoredKey, KeyStoreError> {
         rate_limit: record.rate_limit_per_minute,
         created_at_ms: record.created_at_ms,
         revoked: record.revoked_at_ms.is_some(),
+        notification_filter: record
+            .notification_filter
+            .as_deref()
+            .map(NotificationFilter::parse)
+            .transpose()
+            .map_err(invalid)?,
     })
 }
 
@@ -228,6 +248,7 @@ fn principal_of(key: &StoredKey) -> Option<Principal> {
         key_id: key.key_id.as_str().into(),
         scopes: key.scopes,
         rate_limit: key.rate_limit,
+        notification_filter: key.notification_filter.clone().map(Arc::new),
     })
 }
 

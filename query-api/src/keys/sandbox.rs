@@ -139,6 +139,7 @@ impl SandboxKeys {
             key_id: format!("sandbox_{nonce}").into(),
             scopes: Scopes::all(),
             rate_limit: self.rate_limit,
+            notification_filter: None,
         })
     }
 }

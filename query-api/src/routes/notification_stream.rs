@@ -33,15 +33,15 @@ use futures_util::stream;
 use read_model::Audience;
 use read_model::ModelVersion;
 use read_model::change_feed::FeedPosition;
-use read_model::notifications::{NotificationQuery, NotificationsRead};
 use tokio::time::Instant;
 
-use super::notifications::{cursor_of, gone_error, item_of};
+use super::notifications::{cursor_of, read_for_key};
 use super::parameters::{NotificationsStreamQuery, QueryParameters};
 use crate::access::Credentials;
 use crate::app::{App, BASE_PATH};
 use crate::errors::ApiError;
 use crate::keys::Scope;
+use crate::keys::notification_filter::NotificationFilter;
 use crate::notification_streams::{MAX_STREAMS_PER_KEY, StreamSlot};
 
 /// How often a caught-up stream reads the store.
@@ -85,33 +85,26 @@ pub async fn stream(
             .notification_streams
             .take(&granted.principal.key_id)
             .ok_or(ApiError::TooManyStreams(MAX_STREAMS_PER_KEY))?;
-        let read = NotificationQuery {
-            audience,
-            after: cursor.as_ref().map(|cursor| (cursor.model_version, cursor.position.clone())),
-            limit: PAGE,
-        };
-        let page = match app.store.notifications(&read).await? {
-            NotificationsRead::Page(page) => page,
-            NotificationsRead::Gone { gone, model_version, resume_from } => {
-                return Err(gone_error(audience, &gone, model_version, resume_from));
-            }
-        };
-        if page.items.len() == PAGE as usize {
+        let filter = granted.principal.notification_filter.clone();
+        let after = cursor.map(|cursor| (cursor.model_version, cursor.position));
+        let page = read_for_key(&app, audience, filter.as_deref(), after, PAGE).await?;
+        if !page.exhausted {
             let since = since.map(|since| format!("?since={}", since.trim())).unwrap_or_default();
             return Err(ApiError::FarBehind { pull: app.public_url(&format!("/notifications{since}")) });
         }
         let mut live = Live {
             app: Arc::clone(&app),
             audience,
+            filter,
             model_version: page.model_version,
-            position: page.next.clone(),
+            position: page.next,
             queue: VecDeque::new(),
             last_sent: Instant::now(),
             ended: false,
             _slot: slot,
         };
-        for item in page.items {
-            live.queue.push_back(event("notification", &item_of(audience, page.model_version, item)?)?);
+        for item in &page.items {
+            live.queue.push_back(event("notification", item)?);
         }
         // Sent at once, so that the client knows the stream is open before the first notification.
         live.queue.push_front(Bytes::from_static(b": stream open\n\n"));
@@ -134,6 +127,8 @@ pub async fn stream(
 struct Live {
     app: Arc<App>,
     audience: Audience,
+    /// What the key's notifications are limited to.
+    filter: Option<Arc<NotificationFilter>>,
     model_version: ModelVersion,
     position: FeedPosition,
     queue: VecDeque<Bytes>,
@@ -154,24 +149,18 @@ impl Live {
             if self.ended || self.app.draining.load(Ordering::Acquire) {
                 return None;
             }
-            let read = NotificationQuery {
-                audience: self.audience,
-                after: Some((self.model_version, self.position.clone())),
-                limit: PAGE,
-            };
-            match self.app.store.notifications(&read).await {
-                Ok(NotificationsRead::Page(page)) => {
-                    let caught_up = page.items.len() < PAGE as usize;
-                    for item in page.items {
-                        match item_of(self.audience, page.model_version, item)
-                            .and_then(|item| event("notification", &item))
-                        {
+            let after = Some((self.model_version, self.position.clone()));
+            match read_for_key(&self.app, self.audience, self.filter.as_deref(), after, PAGE).await {
+                Ok(page) => {
+                    for item in &page.items {
+                        match event("notification", item) {
                             Ok(chunk) => self.queue.push_back(chunk),
                             Err(_) => self.end_with_error(),
                         }
                     }
+                    self.model_version = page.model_version;
                     self.position = page.next;
-                    if caught_up && self.queue.is_empty() {
+                    if page.exhausted && self.queue.is_empty() {
                         let heartbeat_at = self.last_sent + HEARTBEAT;
                         let wake = (Instant::now() + POLL).min(heartbeat_at);
                         tokio::time::sleep_until(wake).await;
@@ -180,12 +169,8 @@ impl Live {
                         }
                     }
                 }
-                Ok(NotificationsRead::Gone { gone, model_version, resume_from }) => {
-                    let resume = match gone_error(self.audience, &gone, model_version, resume_from) {
-                        ApiError::NotificationsGone { resume_from, .. } => resume_from,
-                        _ => String::new(),
-                    };
-                    let data = serde_json::json!({ "resumeFrom": resume });
+                Err(ApiError::NotificationsGone { resume_from, .. }) => {
+                    let data = serde_json::json!({ "resumeFrom": resume_from });
                     self.queue.push_back(event_bytes("gone", None, &data.to_string()));
                     self.ended = true;
                 }

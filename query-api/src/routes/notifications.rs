@@ -32,6 +32,7 @@ use crate::access::Credentials;
 use crate::app::{App, BASE_PATH};
 use crate::errors::ApiError;
 use crate::keys::Scope;
+use crate::keys::notification_filter::NotificationFilter;
 
 /// One page of the notification feed.
 #[derive(Debug, Serialize, ToSchema)]
@@ -75,28 +76,86 @@ pub struct NotificationItem {
     /// as JSON), `provenance`, `evidence`, `licenseStatus`
     /// (`/licenses/{id}/status`).
     pub tags: AnswerTags,
+    /// The IPI name numbers of the parties the work or license names (its
+    /// creators and holders, or its licensee), where they have one.
+    pub parties: Vec<String>,
 }
 
-/// A stored notification as the feed and the stream serve it.
+/// Store pages one read scans for what a filtered key admits before it
+/// answers with what it found and the position it reached.
+const SCANNED_PAGES: usize = 10;
+
+/// What one read of the feed gives a key: the items its filter admits.
+pub(super) struct KeyPage {
+    pub(super) model_version: ModelVersion,
+    pub(super) items: Vec<NotificationItem>,
+    /// Where the next read continues.
+    pub(super) next: FeedPosition,
+    /// Whether the read reached the newest notification served.
+    pub(super) exhausted: bool,
+    /// Whether it did and none is settling behind it: poll again later.
+    pub(super) caught_up: bool,
+}
+
+/// Up to `limit` notifications after `after` that `filter` admits (all of
+/// the audience's without one), reading at most [`SCANNED_PAGES`] pages of
+/// the feed; a cursor that can no longer be continued from is the 410.
+pub(super) async fn read_for_key(
+    app: &App,
+    audience: Audience,
+    filter: Option<&NotificationFilter>,
+    mut after: Option<(ModelVersion, FeedPosition)>,
+    limit: u32,
+) -> Result<KeyPage, ApiError> {
+    let mut items = Vec::new();
+    for _ in 0..SCANNED_PAGES {
+        let wanted = limit - items.len() as u32;
+        let read = NotificationQuery { audience, after: after.clone(), limit: wanted };
+        let page = match app.store.notifications(&read).await? {
+            NotificationsRead::Page(page) => page,
+            NotificationsRead::Gone { gone, model_version, resume_from } => {
+                return Err(gone_error(audience, &gone, model_version, resume_from));
+            }
+        };
+        let exhausted = page.items.len() < wanted as usize;
+        for stored in page.items {
+            let (notification, item) = item_of(audience, page.model_version, stored)?;
+            if filter.is_none_or(|filter| filter.admits(&notification)) {
+                items.push(item);
+            }
+        }
+        after = Some((page.model_version, page.next.clone()));
+        if exhausted || items.len() == limit as usize {
+            let caught_up = exhausted && !page.settling;
+            return Ok(KeyPage { model_version: page.model_version, items, next: page.next, exhausted, caught_up });
+        }
+    }
+    let (model_version, next) = after.expect("a page was read");
+    Ok(KeyPage { model_version, items, next, exhausted: false, caught_up: false })
+}
+
+/// A stored notification as the feed and the stream serve it, with what it states.
 pub(super) fn item_of(
     audience: Audience,
     model_version: ModelVersion,
     item: StoredItem,
-) -> Result<NotificationItem, ApiError> {
+) -> Result<(Notification, NotificationItem), ApiError> {
     let notification: Notification = serde_json::from_slice(&item.body).map_err(|_| {
         tracing::error!(id = item.position.lcc_id, "a stored notification is not one");
         ApiError::Internal
     })?;
-    Ok(NotificationItem {
+    let served = NotificationItem {
         recorded_at: Timestamp(millisecond_of_sequence(item.position.sequence)),
         cursor: NotificationCursor { model_version, audience, position: item.position }.encode(),
         subject: notification.subject,
-        id: notification.id,
+        id: notification.id.clone(),
         version: notification.version,
         withdrawn: notification.withdrawn,
-        changed: notification.changed,
-        tags: notification.tags,
-    })
+        changed: notification.changed.clone(),
+        tags: notification.tags.clone(),
+        parties: notification.parties.clone(),
+    };
+    Ok((notification, served))
 }
 
 /// The 410 answer to a cursor that can no longer be continued from.
@@ -152,30 +211,17 @@ pub async fn notifications(
         let audience = granted.audience();
         let limit = limit_of(query.limit.as_deref())?;
         let cursor = cursor_of(query.since.as_deref(), audience)?;
-        let read =
-            NotificationQuery { audience, after: cursor.map(|cursor| (cursor.model_version, cursor.position)), limit };
-        let page = match app.store.notifications(&read).await? {
-            NotificationsRead::Page(page) => page,
-            NotificationsRead::Gone { gone, model_version, resume_from } => {
-                return Err(gone_error(audience, &gone, model_version, resume_from));
-            }
-        };
-        let items = page
-            .items
-            .into_iter()
-            .map(|item| item_of(audience, page.model_version, item))
-            .collect::<Result<Vec<_>, ApiError>>()?;
-        let cursor_at =
-            |position| NotificationCursor { model_version: page.model_version, audience, position }.encode();
-        let next = cursor_at(page.next);
+        let after = cursor.map(|cursor| (cursor.model_version, cursor.position));
+        let filter = granted.principal.notification_filter.as_deref();
+        let page = read_for_key(&app, audience, filter, after, limit).await?;
+        let next = NotificationCursor { model_version: page.model_version, audience, position: page.next }.encode();
         let link = |since: Option<&str>| {
             let since = since.map(|since| format!("since={since}&")).unwrap_or_default();
             app.public_url(&format!("/notifications?{since}limit={limit}"))
         };
         let links =
             super::changes::ChangeLinks { this: link(query.since.as_deref().map(str::trim)), next: link(Some(&next)) };
-        let caught_up = items.len() < limit as usize && !page.settling;
-        json_of(StatusCode::OK, &NotificationPage { items, next, caught_up, links })
+        json_of(StatusCode::OK, &NotificationPage { items: page.items, next, caught_up: page.caught_up, links })
     })
     .await
 }

@@ -38,8 +38,9 @@ pub async fn model_versions_switch_readers_atomically(store: &dyn Store) {
     store.ping().await.expect("ping");
 }
 
-/// Production keys are issued, listed, looked up by hash and revoked; a
-/// revocation keeps its first time, and keys belong to no model version.
+/// Production keys are issued (one with a notification filter), listed,
+/// looked up by hash and revoked; a revocation keeps its first time, and
+/// keys belong to no model version.
 pub async fn api_keys_are_issued_listed_looked_up_and_revoked(store: &dyn Store) {
     assert_eq!(store.api_keys().await.expect("list"), [], "a fresh store has no keys");
     let key = |hash: &str, id: &str, created_at_ms| ApiKeyRecord {
@@ -50,8 +51,11 @@ pub async fn api_keys_are_issued_listed_looked_up_and_revoked(store: &dyn Store)
         rate_limit_per_minute: 600,
         created_at_ms,
         revoked_at_ms: None,
+        notification_filter: None,
     };
-    let (first, second) = (key("ab", "live_first", 2_000), key("cd", "live_second", 1_000));
+    let first = key("ab", "live_first", 2_000);
+    let second =
+        ApiKeyRecord { notification_filter: Some("parties:00014107338".into()), ..key("cd", "live_second", 1_000) };
     store.insert_api_key(&first).await.expect("insert");
     store.insert_api_key(&second).await.expect("insert");
     assert_eq!(store.api_keys().await.expect("list"), [second.clone(), first.clone()], "oldest first");

@@ -31,6 +31,13 @@ impl ApiKeys for ScyllaStore {
             key.revoked_at_ms,
             self.catalog_stamp().await?,
         );
+        // The filter first: a key is usable once its row exists, and must not
+        // read more than its filter allows meanwhile.
+        if let Some(filter) = &key.notification_filter {
+            let insert = self.catalog().await?.get(CatalogStatement::InsertNotificationFilter)?;
+            let stamp = self.catalog_stamp().await?;
+            execute(&self.inner.session, insert, (API_KEYS_PARTITION, &key.key_id, filter, stamp)).await?;
+        }
         execute(&self.inner.session, statement, values).await.map(drop)
     }
 
@@ -38,6 +45,15 @@ impl ApiKeys for ScyllaStore {
         let statement = self.catalog().await?.get(CatalogStatement::SelectApiKeys)?;
         let rows: Vec<row_mapping::ApiKeyRow> = select(&self.inner.session, statement, (API_KEYS_PARTITION,)).await?;
         let mut keys = rows.into_iter().map(row_mapping::api_key).collect::<Result<Vec<_>, _>>()?;
+        let statement = self.catalog().await?.get(CatalogStatement::SelectNotificationFilters)?;
+        let filters: std::collections::HashMap<String, String> =
+            select::<(String, String)>(&self.inner.session, statement, (API_KEYS_PARTITION,))
+                .await?
+                .into_iter()
+                .collect();
+        for key in &mut keys {
+            key.notification_filter = filters.get(&key.key_id).cloned();
+        }
         keys.sort_by(|left, right| (left.created_at_ms, &left.key_id).cmp(&(right.created_at_ms, &right.key_id)));
         Ok(keys)
     }
@@ -46,7 +62,14 @@ impl ApiKeys for ScyllaStore {
         let statement = self.catalog().await?.get(CatalogStatement::SelectApiKey)?;
         let rows: Vec<row_mapping::ApiKeyRow> =
             select(&self.inner.session, statement, (API_KEYS_PARTITION, key_hash)).await?;
-        rows.into_iter().next().map(row_mapping::api_key).transpose()
+        let Some(mut key) = rows.into_iter().next().map(row_mapping::api_key).transpose()? else {
+            return Ok(None);
+        };
+        let statement = self.catalog().await?.get(CatalogStatement::SelectNotificationFilter)?;
+        let filters: Vec<(String,)> =
+            select(&self.inner.session, statement, (API_KEYS_PARTITION, key.key_id.as_str())).await?;
+        key.notification_filter = filters.into_iter().next().map(|(filter,)| filter);
+        Ok(Some(key))
     }
 
     async fn revoke_api_key(&self, key_id: &str, at_ms: i64) -> Result<bool, StoreError> {

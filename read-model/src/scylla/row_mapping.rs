@@ -22,7 +22,16 @@ pub fn api_key(
 ) -> Result<ApiKeyRecord, StoreError> {
     let rate_limit_per_minute =
         u32::try_from(rate_limit).map_err(|_| StoreError::Corrupt(format!("key {key_id} with limit {rate_limit}")))?;
-    Ok(ApiKeyRecord { key_hash, key_id, partner, scopes, rate_limit_per_minute, created_at_ms, revoked_at_ms })
+    Ok(ApiKeyRecord {
+        key_hash,
+        key_id,
+        partner,
+        scopes,
+        rate_limit_per_minute,
+        created_at_ms,
+        revoked_at_ms,
+        notification_filter: None,
+    })
 }
 
 /// A `checkpoints` row of `source`: (stream, partition, next offset).

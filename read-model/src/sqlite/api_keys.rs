@@ -23,6 +23,10 @@ const DDL: &str = include_str!("../../../schemas/sqlite/api-keys.sql");
 
 const COLUMNS: &str = "key_hash, key_id, partner, scopes, rate_limit_per_minute, created_at_ms, revoked_at_ms";
 
+/// A key's columns and its notification filter, if it has one.
+const SELECT: &str = "SELECT key_hash, api_keys.key_id, partner, scopes, rate_limit_per_minute, created_at_ms, \
+                      revoked_at_ms, filter FROM api_keys LEFT JOIN notification_filters USING (key_id)";
+
 /// The key file of one store directory.
 #[derive(Debug)]
 pub(super) struct ApiKeyFile {
@@ -55,7 +59,14 @@ impl ApiKeyFile {
 
     pub(super) fn insert(&self, key: &ApiKeyRecord) -> Result<(), StoreError> {
         self.with_connection(|connection| {
-            connection.execute(
+            let transaction = connection.unchecked_transaction()?;
+            if let Some(filter) = &key.notification_filter {
+                transaction.execute(
+                    "INSERT INTO notification_filters (key_id, filter) VALUES (?1, ?2)",
+                    params![key.key_id, filter],
+                )?;
+            }
+            transaction.execute(
                 &format!("INSERT INTO api_keys ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"),
                 params![
                     key.key_hash,
@@ -66,23 +77,22 @@ impl ApiKeyFile {
                     key.created_at_ms,
                     key.revoked_at_ms
                 ],
-            )
+            )?;
+            transaction.commit()
         })
-        .map(drop)
     }
 
     pub(super) fn all(&self) -> Result<Vec<ApiKeyRecord>, StoreError> {
         self.with_connection(|connection| {
             let mut statement =
-                connection.prepare_cached(&format!("SELECT {COLUMNS} FROM api_keys ORDER BY created_at_ms, key_id"))?;
+                connection.prepare_cached(&format!("{SELECT} ORDER BY created_at_ms, api_keys.key_id"))?;
             statement.query_map([], record)?.collect()
         })
     }
 
     pub(super) fn by_hash(&self, key_hash: &str) -> Result<Option<ApiKeyRecord>, StoreError> {
         self.with_connection(|connection| {
-            let mut statement =
-                connection.prepare_cached(&format!("SELECT {COLUMNS} FROM api_keys WHERE key_hash = ?1"))?;
+            let mut statement = connection.prepare_cached(&format!("{SELECT} WHERE key_hash = ?1"))?;
             statement.query_row([key_hash], record).optional()
         })
     }
@@ -108,6 +118,7 @@ fn record(row: &rusqlite::Row<'_>) -> rusqlite::Result<ApiKeyRecord> {
         rate_limit_per_minute: row.get(4)?,
         created_at_ms: row.get(5)?,
         revoked_at_ms: row.get(6)?,
+        notification_filter: row.get(7)?,
     })
 }
 

@@ -24,6 +24,7 @@ use read_model::notifications::{Answer, AnswerTags, Notification, NotificationWr
 use read_model::{AggregateKey, Audience, ModelVersion, ProjectionWrites, StoreError, StoredAggregate, WriteBatch};
 
 use super::aggregates::Overlay;
+use crate::projection::render::PartyDirectory;
 
 /// The state topics of what was last notified.
 const NOTIFIED_WORKS: &str = "notified-works";
@@ -38,6 +39,18 @@ const ANSWERS: [Answer; 6] = [
     Answer::Evidence,
     Answer::LicenseStatus,
 ];
+
+/// The place of an answer among [`ANSWERS`].
+fn slot(answer: Answer) -> usize {
+    match answer {
+        Answer::Rights => 0,
+        Answer::Verification => 1,
+        Answer::Metadata => 2,
+        Answer::Provenance => 3,
+        Answer::Evidence => 4,
+        Answer::LicenseStatus => 5,
+    }
+}
 
 /// Whether an answer's tag is weak (computed at request time).
 fn is_weak(answer: Answer) -> bool {
@@ -90,7 +103,8 @@ impl Notified {
     }
 }
 
-/// The digest a tag names: its 32 hexadecimal digits.
+/// The digest a tag names: its 32 hexadecimal digits (every tag
+/// `answer_tags` makes has them; anything else reads as no tag).
 fn digest_of(tag: &str) -> u128 {
     let hex = tag.trim_start_matches("W/").trim_matches('"');
     u128::from_str_radix(hex, 16).unwrap_or(0)
@@ -131,6 +145,15 @@ impl RenderedTags {
 
 fn today() -> Date {
     Date::of(Timestamp::now())
+}
+
+/// The IPI name numbers of `party_ids` that have one, sorted and each once.
+pub(super) fn ipis<'p>(party_ids: impl IntoIterator<Item = &'p String>, parties: &PartyDirectory<'_>) -> Vec<String> {
+    let ipis: std::collections::BTreeSet<&str> = party_ids
+        .into_iter()
+        .filter_map(|id| parties.get(id.as_str()).and_then(|party| party.ipi.as_deref()))
+        .collect();
+    ipis.into_iter().map(str::to_owned).collect()
 }
 
 /// What was last notified of the subjects a batch renders, loaded before rendering.
@@ -178,6 +201,7 @@ impl NotifiedStates {
     /// last one and at least `write_version` (the rendering's). Like the
     /// notifications themselves, the version stored depends on which
     /// renderings a stream's batches made; the tags do not.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn record(
         &mut self,
         subject: Subject,
@@ -185,13 +209,14 @@ impl NotifiedStates {
         write_version: u64,
         withdrawn: bool,
         rendered: RenderedTags,
+        parties: Vec<String>,
         write: &mut WriteBatch,
     ) {
         let previous = self.states.get(&(subject, id.to_owned())).cloned().unwrap_or_default();
         let mut next = Notified { withdrawn, ..previous.clone() };
         let mut changed = Vec::new();
         for (answer, tag) in &rendered.tags {
-            let index = ANSWERS.iter().position(|candidate| candidate == answer).unwrap_or(0);
+            let index = slot(*answer);
             let digest = digest_of(tag);
             if next.digests[index] != digest {
                 next.digests[index] = digest;
@@ -217,6 +242,7 @@ impl NotifiedStates {
             withdrawn: newly_withdrawn,
             changed,
             tags,
+            parties,
         };
         write.notifications.push(NotificationWrite {
             id: id.to_owned(),
@@ -268,6 +294,7 @@ mod tests {
         assert_eq!(Notified::decode(9, &bytes), Some(notified));
         assert_eq!(Notified::decode(9, &bytes[..20]), None, "a cut state");
         assert_eq!(Notified::decode(9, &[]), None);
+        assert!(ANSWERS.iter().enumerate().all(|(index, answer)| slot(*answer) == index), "slots follow ANSWERS");
     }
 
     #[test]
@@ -277,11 +304,27 @@ mod tests {
         let rights = "\"0000000000000000000000000000000a\"";
         let evidence = "W/\"0000000000000000000000000000000b\"";
         let first = rendered(&[(Answer::Rights, rights), (Answer::Evidence, evidence)]);
-        states.record(Subject::Work, "LCC-1", 7 << 28, false, first, &mut write);
-        states.record(Subject::Work, "LCC-1", 7 << 28, false, rendered(&[(Answer::Rights, rights)]), &mut write);
+        states.record(Subject::Work, "LCC-1", 7 << 28, false, first, Vec::new(), &mut write);
+        states.record(
+            Subject::Work,
+            "LCC-1",
+            7 << 28,
+            false,
+            rendered(&[(Answer::Rights, rights)]),
+            Vec::new(),
+            &mut write,
+        );
         assert_eq!(write.aggregates.len(), 1, "the same rendering again stores nothing");
         let renamed = "\"0000000000000000000000000000000c\"";
-        states.record(Subject::Work, "LCC-1", 7 << 28, true, rendered(&[(Answer::Rights, renamed)]), &mut write);
+        states.record(
+            Subject::Work,
+            "LCC-1",
+            7 << 28,
+            true,
+            rendered(&[(Answer::Rights, renamed)]),
+            Vec::new(),
+            &mut write,
+        );
         let all = notifications(&write);
         assert_eq!(all.len(), 2, "the unchanged rendering notified no one: {all:?}");
         assert_eq!(all[0].changed, [Answer::Rights, Answer::Evidence]);

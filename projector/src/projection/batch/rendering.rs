@@ -17,7 +17,7 @@ use serde::Serialize;
 use super::aggregates::{Aggregates, Overlay, WORK_TOPICS, state_of};
 use super::documents_to_render::Stale;
 use super::index_changes::WorkIndexChanges;
-use super::notifying::{NotifiedStates, RenderedTags};
+use super::notifying::{self, NotifiedStates, RenderedTags};
 use super::read_set_builder::ReadSetBuilder;
 use super::{Dirty, Rendering};
 use crate::contract::Topic;
@@ -186,7 +186,8 @@ fn write_work(
         write.fixtures.push(keyed(Some(to_body(&fixture))));
     }
     let withdrawn = rendered.verification.status == WorkStatus::Withdrawn;
-    notified.record(Subject::Work, id, version.0, withdrawn, tags, write);
+    let named = notifying::ipis(&changes.named_after, parties);
+    notified.record(Subject::Work, id, version.0, withdrawn, tags, named, write);
 }
 
 /// Writes a license's party reference changes and, when `render`, its
@@ -240,7 +241,8 @@ fn write_license(
     if let Some(fixture) = fixture {
         write.fixtures.push(KeyedWrite { key: id.to_owned(), body: Some(to_body(&fixture)), version });
     }
-    notified.record(Subject::License, id, version.0, false, tags, write);
+    let licensee = notifying::ipis([&license.licensee_party_id], parties);
+    notified.record(Subject::License, id, version.0, false, tags, licensee, write);
 }
 
 pub(super) fn to_body(document: &impl Serialize) -> Vec<u8> {

@@ -113,8 +113,16 @@ impl Row {
 type Tables = BTreeMap<&'static str, BTreeMap<Vec<KeyPart>, Row>>;
 
 /// The tables whose contents a replay may leave different by design: the
-/// change feed appends a replayed batch's changes again at new positions.
-pub const FEED_TABLES: [&str; 3] = ["change_feed", "change_feed_days", "change_feed_heads"];
+/// change feed and the notifications append a replayed batch's changes and
+/// notifications again at new positions.
+pub const FEED_TABLES: [&str; 5] =
+    ["change_feed", "change_feed_days", "change_feed_heads", "notifications", "notification_days"];
+
+/// Whether a row is a state of what was last notified, which follows the
+/// renderings a run made (its batches, its races) as the notifications do.
+fn is_notified_state(table: &str, key: &[KeyPart]) -> bool {
+    table == "aggregates" && matches!(key.first(), Some(KeyPart::Text(topic)) if topic.starts_with("notified-"))
+}
 
 /// The cluster: one model version keyspace's cells, shared by its writers.
 #[derive(Debug, Clone, Default)]
@@ -131,12 +139,13 @@ impl ClusterModel {
         self.tables.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Every live row outside [`FEED_TABLES`].
+    /// Every live row outside [`FEED_TABLES`], but the states of what was last notified.
     pub fn contents(&self) -> Contents {
         let tables = self.tables();
         let mut contents = Contents::new();
         for (table, rows) in tables.iter().filter(|(table, _)| !FEED_TABLES.contains(table)) {
-            let live = rows.iter().filter(|(_, row)| row.live()).map(|(key, row)| {
+            let kept = rows.iter().filter(|(key, row)| row.live() && !is_notified_state(table, key));
+            let live = kept.map(|(key, row)| {
                 let columns = row.cells.keys().filter_map(|column| Some((*column, row.cell(column)?.1.to_vec())));
                 (key.clone(), columns.collect())
             });

@@ -18,12 +18,15 @@ pub enum CatalogStatement {
     SelectApiKey,
     InsertApiKey,
     RevokeApiKey,
+    SelectNotificationFilters,
+    SelectNotificationFilter,
+    InsertNotificationFilter,
     SelectCatalogClock,
     AdvanceCatalogClock,
 }
 
 impl CatalogStatement {
-    pub const ALL: [CatalogStatement; 13] = [
+    pub const ALL: [CatalogStatement; 16] = [
         CatalogStatement::SelectVersions,
         CatalogStatement::InsertVersion,
         CatalogStatement::DeleteVersion,
@@ -35,6 +38,9 @@ impl CatalogStatement {
         CatalogStatement::SelectApiKey,
         CatalogStatement::InsertApiKey,
         CatalogStatement::RevokeApiKey,
+        CatalogStatement::SelectNotificationFilters,
+        CatalogStatement::SelectNotificationFilter,
+        CatalogStatement::InsertNotificationFilter,
         CatalogStatement::SelectCatalogClock,
         CatalogStatement::AdvanceCatalogClock,
     ];
@@ -42,7 +48,9 @@ impl CatalogStatement {
     /// Reads of a whole partition that can grow without bound are read in pages.
     pub fn access(self) -> Access {
         match self {
-            CatalogStatement::SelectVersions | CatalogStatement::SelectApiKeys => Access::ReadInPages,
+            CatalogStatement::SelectVersions
+            | CatalogStatement::SelectApiKeys
+            | CatalogStatement::SelectNotificationFilters => Access::ReadInPages,
             _ => write_or_read(&self.text("k")),
         }
     }
@@ -76,6 +84,16 @@ impl CatalogStatement {
             ),
             RevokeApiKey => format!(
                 "INSERT INTO {keyspace}.api_keys (catalog, key_hash, revoked_at_ms) VALUES (?, ?, ?) USING TIMESTAMP ?"
+            ),
+            SelectNotificationFilters => {
+                format!("SELECT key_id, filter FROM {keyspace}.notification_filters WHERE catalog = ?")
+            }
+            SelectNotificationFilter => {
+                format!("SELECT filter FROM {keyspace}.notification_filters WHERE catalog = ? AND key_id = ?")
+            }
+            InsertNotificationFilter => format!(
+                "INSERT INTO {keyspace}.notification_filters (catalog, key_id, filter) VALUES (?, ?, ?) \
+                 USING TIMESTAMP ?"
             ),
             SelectCatalogClock => format!("SELECT stamp FROM {keyspace}.catalog_clock WHERE singleton = ?"),
             AdvanceCatalogClock => {
