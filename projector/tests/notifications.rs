@@ -25,7 +25,10 @@ async fn notifications_after(
     let query = NotificationQuery { audience: Audience::Production, after, limit: 1_000 };
     match projection.store.notifications(&query).await.expect("read") {
         NotificationsRead::Page(page) => {
-            let items = page.items.iter().map(|item| serde_json::from_slice(&item.body).expect("a notification"));
+            let items = page
+                .items
+                .iter()
+                .map(|item| Notification::decode(&item.position.lcc_id, &item.body).expect("a notification"));
             (items.collect(), page.next)
         }
         gone => panic!("the feed is gone: {gone:?}"),

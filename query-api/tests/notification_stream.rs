@@ -12,7 +12,7 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
 use axum::response::Response;
 use http_body_util::BodyExt;
-use read_model::notifications::NotificationWrite;
+use read_model::notifications::{Answer, AnswerTags, Notification, NotificationWrite, Subject};
 use read_model::{ModelVersion, ProjectionWrites, WriteBatch};
 use serde_json::Value;
 use support::{BASE, Service};
@@ -51,6 +51,22 @@ async fn notifications(response: &mut Response, wanted: usize) -> Vec<(String, V
     events
 }
 
+/// A notification of `id` as the store keeps it.
+fn stored(id: &str, version: u64) -> Vec<u8> {
+    let mut tags = AnswerTags::default();
+    tags.set(Answer::Rights, Answer::Rights.tag(version.into()));
+    let notification = Notification {
+        subject: Subject::Work,
+        id: id.to_owned(),
+        version,
+        withdrawn: false,
+        changed: vec![Answer::Rights],
+        tags,
+        parties: Vec::new(),
+    };
+    notification.encode()
+}
+
 async fn pull_feed(service: &Service, key: &str) -> Vec<Value> {
     let (status, page, _) = service.get("/notifications?limit=1000", Some(key)).await;
     assert_eq!(status, StatusCode::OK);
@@ -80,8 +96,8 @@ async fn a_stream_sends_the_feed_resumes_after_the_last_event_and_delivers_what_
     let next = notifications(&mut resumed, 1).await;
     assert_eq!(next[0].1, items[10], "it continues after the last event received");
 
-    let body = br#"{"subject":"work","id":"SANDBOX-LCC-0001","version":99999,"withdrawn":false,"changed":["rights"],"tags":{"rights":"\"00\""}}"#;
-    let write = NotificationWrite { id: "SANDBOX-LCC-0001".into(), version: 99_999, body: body.to_vec() };
+    let write =
+        NotificationWrite { id: "SANDBOX-LCC-0001".into(), version: 99_999, body: stored("SANDBOX-LCC-0001", 99_999) };
     let batch = WriteBatch { notifications: vec![write], ..WriteBatch::default() };
     service.store.apply_batch(ModelVersion(1), Arc::new(batch)).await.expect("write");
     let rest = notifications(&mut resumed, items.len() - 10).await;
@@ -105,10 +121,7 @@ async fn a_key_holds_two_streams_and_a_client_far_behind_is_sent_to_the_pull_fee
     let backlog = (0..1_000)
         .map(|index| {
             let (id, version) = (format!("SANDBOX-LCC-{index:04}"), 1_000_000 + index);
-            let body = format!(
-                r#"{{"subject":"work","id":"{id}","version":{version},"withdrawn":false,"changed":[],"tags":{{}}}}"#
-            );
-            NotificationWrite { id, version, body: body.into_bytes() }
+            NotificationWrite { body: stored(&id, version), id, version }
         })
         .collect();
     let batch = WriteBatch { notifications: backlog, ..WriteBatch::default() };

@@ -60,6 +60,46 @@ impl Answer {
     /// A work's answers, in a fixed order.
     pub const OF_A_WORK: [Answer; 5] =
         [Answer::Rights, Answer::Verification, Answer::Metadata, Answer::Provenance, Answer::Evidence];
+
+    /// Every answer, in the order of their bits in a stored notification.
+    pub const ALL: [Answer; 6] = [
+        Answer::Rights,
+        Answer::Verification,
+        Answer::Metadata,
+        Answer::Provenance,
+        Answer::Evidence,
+        Answer::LicenseStatus,
+    ];
+
+    /// The answer's place in [`Answer::ALL`].
+    pub fn index(self) -> usize {
+        match self {
+            Answer::Rights => 0,
+            Answer::Verification => 1,
+            Answer::Metadata => 2,
+            Answer::Provenance => 3,
+            Answer::Evidence => 4,
+            Answer::LicenseStatus => 5,
+        }
+    }
+
+    /// Whether the answer's tag is weak: it is computed at request time
+    /// (see [`crate::answer_tags`]).
+    pub fn has_weak_tag(self) -> bool {
+        matches!(self, Answer::Verification | Answer::Provenance | Answer::Evidence)
+    }
+
+    /// The answer's tag with this digest, as the API serves it.
+    pub fn tag(self, digest: u128) -> String {
+        let quoted = format!("\"{digest:032x}\"");
+        if self.has_weak_tag() { format!("W/{quoted}") } else { quoted }
+    }
+}
+
+/// The 128-bit digest a tag names: its 32 hexadecimal digits.
+pub fn digest_of(tag: &str) -> Option<u128> {
+    let hex = tag.strip_prefix("W/").unwrap_or(tag).strip_prefix('"')?.strip_suffix('"')?;
+    (hex.len() == 32).then(|| u128::from_str_radix(hex, 16).ok()).flatten()
 }
 
 /// The entity tag of each answer of the subject, as the API serves it now.
@@ -128,13 +168,100 @@ pub struct Notification {
     pub parties: Vec<String>,
 }
 
+/// The format byte stored notifications start with.
+const STORED_FORMAT: u8 = 1;
+
+impl Notification {
+    /// The notification as stored: compact, since a store keeps every one
+    /// for the retention period. The id is the feed position's, not
+    /// repeated; a tag is its 16-byte digest (its weakness follows from its
+    /// answer). Layout: format, flags (bit 0 license, bit 1 withdrawn), the
+    /// changed answers' bits, the present tags' bits, the version (LEB128),
+    /// each present tag's digest in [`Answer::ALL`] order, the number of
+    /// parties and each as a length and its bytes.
+    pub fn encode(&self) -> Vec<u8> {
+        let flags = u8::from(self.subject == Subject::License) | (u8::from(self.withdrawn) << 1);
+        let changed = self.changed.iter().fold(0_u8, |bits, answer| bits | (1 << answer.index()));
+        let digests: Vec<(Answer, u128)> =
+            Answer::ALL.into_iter().filter_map(|answer| Some((answer, digest_of(self.tags.get(answer)?)?))).collect();
+        let present = digests.iter().fold(0_u8, |bits, (answer, _)| bits | (1 << answer.index()));
+        let mut bytes = vec![STORED_FORMAT, flags, changed, present];
+        let mut version = self.version;
+        loop {
+            let low = (version & 0x7f) as u8;
+            version >>= 7;
+            if version == 0 {
+                bytes.push(low);
+                break;
+            }
+            bytes.push(low | 0x80);
+        }
+        for (_, digest) in &digests {
+            bytes.extend_from_slice(&digest.to_be_bytes());
+        }
+        let parties: Vec<&String> = self.parties.iter().filter(|party| party.len() <= usize::from(u8::MAX)).collect();
+        bytes.push(u8::try_from(parties.len()).unwrap_or(u8::MAX));
+        for party in parties.into_iter().take(usize::from(u8::MAX)) {
+            bytes.push(party.len() as u8);
+            bytes.extend_from_slice(party.as_bytes());
+        }
+        bytes
+    }
+
+    /// The notification of `id` stored as `bytes`; `None` when they are not one.
+    pub fn decode(id: &str, bytes: &[u8]) -> Option<Notification> {
+        let (&[format, flags, changed_bits, present], mut rest) = bytes.split_first_chunk::<4>()?;
+        if format != STORED_FORMAT {
+            return None;
+        }
+        let mut version = 0_u64;
+        for shift in (0..64).step_by(7) {
+            let (&byte, tail) = rest.split_first()?;
+            rest = tail;
+            version |= u64::from(byte & 0x7f) << shift;
+            if byte & 0x80 == 0 {
+                break;
+            }
+        }
+        let mut tags = AnswerTags::default();
+        let mut changed = Vec::new();
+        for answer in Answer::ALL {
+            if present & (1 << answer.index()) != 0 {
+                let (digest, tail) = rest.split_first_chunk::<16>()?;
+                rest = tail;
+                tags.set(answer, answer.tag(u128::from_be_bytes(*digest)));
+            }
+            if changed_bits & (1 << answer.index()) != 0 {
+                changed.push(answer);
+            }
+        }
+        let (&count, mut rest) = rest.split_first()?;
+        let mut parties = Vec::with_capacity(usize::from(count));
+        for _ in 0..count {
+            let (&length, tail) = rest.split_first()?;
+            let (party, tail) = tail.split_at_checked(usize::from(length))?;
+            parties.push(String::from_utf8(party.to_vec()).ok()?);
+            rest = tail;
+        }
+        rest.is_empty().then(|| Notification {
+            subject: if flags & 1 != 0 { Subject::License } else { Subject::Work },
+            id: id.to_owned(),
+            version,
+            withdrawn: flags & 2 != 0,
+            changed,
+            tags,
+            parties,
+        })
+    }
+}
+
 /// A notification to append, as a batch carries it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NotificationWrite {
     /// The work or license id; its audience is the id's.
     pub id: String,
     pub version: u64,
-    /// The [`Notification`] as JSON.
+    /// The [`Notification`] as stored ([`Notification::encode`]).
     pub body: Body,
 }
 
@@ -142,7 +269,7 @@ pub struct NotificationWrite {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NotificationItem {
     pub position: FeedPosition,
-    /// The [`Notification`] as JSON.
+    /// The [`Notification`] as stored ([`Notification::encode`]).
     pub body: Body,
 }
 
@@ -270,5 +397,33 @@ mod tests {
             r#"{"subject":"license","id":"LIC-1","version":3,"withdrawn":false,"changed":["licenseStatus"],"tags":{"licenseStatus":"\"ab\""},"parties":["00014107338"]}"#
         );
         assert_eq!(serde_json::from_str::<Notification>(&json).expect("back"), notification);
+    }
+
+    #[test]
+    fn stored_notifications_are_compact_and_read_back_as_written() {
+        let mut tags = AnswerTags::default();
+        for answer in Answer::OF_A_WORK {
+            tags.set(answer, answer.tag(u128::from(answer.index() as u8) << 100 | 7));
+        }
+        let notification = Notification {
+            subject: Subject::Work,
+            id: "LCC-0000000001".into(),
+            version: (3 << 28) | 5,
+            withdrawn: true,
+            changed: vec![Answer::Rights, Answer::Evidence],
+            tags,
+            parties: vec!["00014107338".into(), "00099999999".into()],
+        };
+        let stored = notification.encode();
+        assert_eq!(stored.len(), 4 + 5 + 5 * 16 + 1 + 2 * 12, "{stored:?}");
+        assert_eq!(Notification::decode("LCC-0000000001", &stored), Some(notification.clone()));
+        assert!(notification.tags.verification.as_deref().is_some_and(|tag| tag.starts_with("W/\"")));
+        assert!(notification.tags.rights.as_deref().is_some_and(|tag| tag.starts_with('"')));
+        for cut in 0..stored.len() {
+            assert_eq!(Notification::decode("LCC-0000000001", &stored[..cut]), None, "cut at {cut}");
+        }
+        assert_eq!(Notification::decode("LCC-0000000001", b"{}"), None);
+        assert_eq!(digest_of("\"00\""), None);
+        assert_eq!(digest_of(&Answer::Evidence.tag(9)), Some(9));
     }
 }

@@ -140,7 +140,7 @@ pub(super) fn item_of(
     model_version: ModelVersion,
     item: StoredItem,
 ) -> Result<(Notification, NotificationItem), ApiError> {
-    let notification: Notification = serde_json::from_slice(&item.body).map_err(|_| {
+    let notification = Notification::decode(&item.position.lcc_id, &item.body).ok_or_else(|| {
         tracing::error!(id = item.position.lcc_id, "a stored notification is not one");
         ApiError::Internal
     })?;

@@ -20,7 +20,7 @@ use std::collections::HashMap;
 
 use read_model::answer_tags::{self, ProvenanceVersions};
 use read_model::calendar::{Date, Timestamp};
-use read_model::notifications::{Answer, AnswerTags, Notification, NotificationWrite, Subject};
+use read_model::notifications::{Answer, AnswerTags, Notification, NotificationWrite, Subject, digest_of};
 use read_model::{AggregateKey, Audience, ModelVersion, ProjectionWrites, StoreError, StoredAggregate, WriteBatch};
 
 use super::aggregates::Overlay;
@@ -30,39 +30,12 @@ use crate::projection::render::PartyDirectory;
 const NOTIFIED_WORKS: &str = "notified-works";
 const NOTIFIED_LICENSES: &str = "notified-licenses";
 
-/// Answers in the order of a stored state's digests.
-const ANSWERS: [Answer; 6] = [
-    Answer::Rights,
-    Answer::Verification,
-    Answer::Metadata,
-    Answer::Provenance,
-    Answer::Evidence,
-    Answer::LicenseStatus,
-];
-
-/// The place of an answer among [`ANSWERS`].
-fn slot(answer: Answer) -> usize {
-    match answer {
-        Answer::Rights => 0,
-        Answer::Verification => 1,
-        Answer::Metadata => 2,
-        Answer::Provenance => 3,
-        Answer::Evidence => 4,
-        Answer::LicenseStatus => 5,
-    }
-}
-
-/// Whether an answer's tag is weak (computed at request time).
-fn is_weak(answer: Answer) -> bool {
-    matches!(answer, Answer::Verification | Answer::Provenance | Answer::Evidence)
-}
-
 /// What was last notified of one work or license.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 struct Notified {
     version: u64,
     withdrawn: bool,
-    /// The 128-bit digest of each answer's tag, in the order of [`ANSWERS`]; 0 for none.
+    /// The 128-bit digest of each answer's tag, in the order of [`Answer::ALL`]; 0 for none.
     digests: [u128; 6],
 }
 
@@ -94,20 +67,10 @@ impl Notified {
         rest.is_empty().then_some(Notified { version, withdrawn: flags & 1 != 0, digests })
     }
 
-    fn tag(&self, index: usize) -> Option<String> {
-        let digest = self.digests[index];
-        (digest != 0).then(|| {
-            let quoted = format!("\"{digest:032x}\"");
-            if is_weak(ANSWERS[index]) { format!("W/{quoted}") } else { quoted }
-        })
+    fn tag(&self, answer: Answer) -> Option<String> {
+        let digest = self.digests[answer.index()];
+        (digest != 0).then(|| answer.tag(digest))
     }
-}
-
-/// The digest a tag names: its 32 hexadecimal digits (every tag
-/// `answer_tags` makes has them; anything else reads as no tag).
-fn digest_of(tag: &str) -> u128 {
-    let hex = tag.trim_start_matches("W/").trim_matches('"');
-    u128::from_str_radix(hex, 16).unwrap_or(0)
 }
 
 /// The tags a batch computed for one subject's rendered answers.
@@ -216,8 +179,9 @@ impl NotifiedStates {
         let mut next = Notified { withdrawn, ..previous.clone() };
         let mut changed = Vec::new();
         for (answer, tag) in &rendered.tags {
-            let index = slot(*answer);
-            let digest = digest_of(tag);
+            let index = answer.index();
+            // Every tag `answer_tags` makes names a digest; none reads as no tag.
+            let digest = digest_of(tag).unwrap_or(0);
             if next.digests[index] != digest {
                 next.digests[index] = digest;
                 changed.push(*answer);
@@ -230,8 +194,8 @@ impl NotifiedStates {
         changed.sort();
         next.version = write_version.max(previous.version + 1);
         let mut tags = AnswerTags::default();
-        for (index, answer) in ANSWERS.into_iter().enumerate() {
-            if let Some(tag) = next.tag(index) {
+        for answer in Answer::ALL {
+            if let Some(tag) = next.tag(answer) {
                 tags.set(answer, tag);
             }
         }
@@ -247,7 +211,7 @@ impl NotifiedStates {
         write.notifications.push(NotificationWrite {
             id: id.to_owned(),
             version: next.version,
-            body: crate::projection::exact_bytes::json(&notification),
+            body: notification.encode(),
         });
         self.store(subject, id, next, write);
     }
@@ -283,7 +247,8 @@ mod tests {
     }
 
     fn notifications(write: &WriteBatch) -> Vec<Notification> {
-        write.notifications.iter().map(|written| serde_json::from_slice(&written.body).expect("json")).collect()
+        let decoded = |written: &NotificationWrite| Notification::decode(&written.id, &written.body).expect("stored");
+        write.notifications.iter().map(decoded).collect()
     }
 
     #[test]
@@ -294,7 +259,6 @@ mod tests {
         assert_eq!(Notified::decode(9, &bytes), Some(notified));
         assert_eq!(Notified::decode(9, &bytes[..20]), None, "a cut state");
         assert_eq!(Notified::decode(9, &[]), None);
-        assert!(ANSWERS.iter().enumerate().all(|(index, answer)| slot(*answer) == index), "slots follow ANSWERS");
     }
 
     #[test]
