@@ -94,11 +94,12 @@ WHERE NOT EXISTS (SELECT 1 FROM change_feed_state);
 
 -- Notifications (see read_model::notifications): every change of an
 -- answer a key can read, written in the transaction that changes the
--- documents. `sequence` is ordered and spelled as the change feed's; `body`
--- is the notification as JSON. Retention removes every notification older
--- than its period; `horizon` is the newest sequence it has removed (cursors
--- behind it are gone), starting at the file's creation as the change
--- feed's does.
+-- documents. `sequence` is ordered and spelled as the change feed's;
+-- `body` is the notification in its compact stored form
+-- (`Notification::encode`). Retention removes every notification older than
+-- its period; `horizon` is the newest sequence it has removed (cursors
+-- behind it are gone), starting at the file's creation as the change feed's
+-- does.
 CREATE TABLE IF NOT EXISTS notifications (
     sequence INTEGER PRIMARY KEY,
     audience TEXT NOT NULL,
