@@ -6,15 +6,14 @@
 mod support;
 
 use projector::contract::Topic;
-use projector::events::LicenseGrant;
 use projector::generate::drafts::{DAY, Draft, Payload};
 use read_model::answer_tags;
 use read_model::calendar::{Date, Timestamp};
 use read_model::change_feed::FeedPosition;
-use read_model::documents::{LicenseKind, LicenseStatus, RightType};
+use read_model::documents::{LicenseStatus, RightType};
 use read_model::notifications::{Answer, Notification, NotificationQuery, NotificationsRead, Subject};
 use read_model::{Audience, DocumentKind, DocumentReads, ModelVersion};
-use support::{Projection, T0, party, published, right, rights, work};
+use support::{Projection, T0, blanket_grant, party, published, right, rights, work};
 
 /// The notifications recorded after `after` (from the oldest when `None`), and the position after them.
 async fn notifications_after(
@@ -32,19 +31,6 @@ async fn notifications_after(
             (items.collect(), page.next)
         }
         gone => panic!("the feed is gone: {gone:?}"),
-    }
-}
-
-fn grant() -> LicenseGrant {
-    LicenseGrant {
-        kind: LicenseKind::Blanket,
-        licensee_party_id: "PTY-ORG-1".into(),
-        status: LicenseStatus::Active,
-        valid_from: Date::from_ymd(2024, 1, 1).expect("date"),
-        valid_until: None,
-        covered_work_ids: Vec::new(),
-        repertoire: Some("Everything.".into()),
-        territory: "WORLD".into(),
     }
 }
 
@@ -67,7 +53,7 @@ async fn each_change_notifies_exactly_the_answers_it_changes_and_a_replay_none()
         work("LCC-1", "PTY-1", T0 + 1),
         rights("LCC-1", T0 + 2, vec![right("LCC-1", "A0", "PTY-1", 10_000, RightType::AuthorsRight)], true),
         published("LCC-1", T0 + 3),
-        Draft::new(Topic::Licenses, "LIC-1", T0 + 4, Payload::LicenseGranted(grant())),
+        Draft::new(Topic::Licenses, "LIC-1", T0 + 4, Payload::LicenseGranted(blanket_grant("PTY-ORG-1"))),
     ];
     let events = projection.write("step-0", history.clone(), 1);
     projection.project(&events, 2).await;

@@ -15,7 +15,7 @@ use read_model::documents::{
     RightType, RightsProfile, VerificationInputs, WorkStatus,
 };
 use read_model::{Audience, DocumentKind, DocumentReads, IdentifierKind, ModelVersion, PartyReferrer};
-use support::{Projection, T0, party, published, right, rights, work};
+use support::{Projection, T0, blanket_grant, party, published, right, rights, work};
 
 #[tokio::test]
 async fn rights_recorded_before_their_work_appear_once_the_work_arrives() {
@@ -54,16 +54,7 @@ async fn a_party_registered_after_its_works_fills_in_its_name_everywhere() {
 #[tokio::test]
 async fn a_party_rename_reaches_every_document_that_names_the_party() {
     let projection = Projection::new().await;
-    let grant = LicenseGrant {
-        kind: LicenseKind::Blanket,
-        licensee_party_id: "PTY-ORG-1".into(),
-        status: LicenseStatus::Active,
-        valid_from: Date::from_ymd(2024, 1, 1).expect("date"),
-        valid_until: None,
-        covered_work_ids: Vec::new(),
-        repertoire: Some("Everything.".into()),
-        territory: "WORLD".into(),
-    };
+    let grant = blanket_grant("PTY-ORG-1");
     let drafts = vec![
         party("PTY-1", "Old Name", T0),
         party("PTY-ORG-1", "Old Name", T0),

@@ -204,34 +204,52 @@ impl FeedCursor {
     /// The cursor's text: `c1.` and the base64url (no padding) of
     /// `model.audience.sequence.lccId`. Clients treat it as opaque.
     pub fn encode(&self) -> String {
-        let audience = match self.audience {
-            Audience::Production => "p",
-            Audience::Sandbox => "s",
-        };
-        let inner = format!("{}.{audience}.{}.{}", self.model_version.0, self.position.sequence, self.position.lcc_id);
-        format!("{CURSOR_FORMAT}.{}", base64url::encode(inner.as_bytes()))
+        encode_cursor(CURSOR_FORMAT, self.model_version, self.audience, &self.position)
     }
 
     pub fn decode(text: &str) -> Result<FeedCursor, MalformedCursor> {
-        let encoded =
-            text.strip_prefix(CURSOR_FORMAT).and_then(|rest| rest.strip_prefix('.')).ok_or(MalformedCursor)?;
-        let inner =
-            String::from_utf8(base64url::decode(encoded).ok_or(MalformedCursor)?).map_err(|_| MalformedCursor)?;
-        let mut parts = inner.splitn(4, '.');
-        let mut next = || parts.next().ok_or(MalformedCursor);
-        let model_version = next()?.parse().map(ModelVersion).map_err(|_| MalformedCursor)?;
-        let audience = match next()? {
-            "p" => Audience::Production,
-            "s" => Audience::Sandbox,
-            _ => return Err(MalformedCursor),
-        };
-        let sequence: i64 = next()?.parse().map_err(|_| MalformedCursor)?;
-        let lcc_id = next()?.to_owned();
-        if sequence < 0 || lcc_id.chars().any(char::is_control) {
-            return Err(MalformedCursor);
-        }
-        Ok(FeedCursor { model_version, audience, position: FeedPosition { sequence, lcc_id } })
+        let (model_version, audience, position) = decode_cursor(CURSOR_FORMAT, text)?;
+        Ok(FeedCursor { model_version, audience, position })
     }
+}
+
+/// The text of a cursor of the feed whose cursors start with `format`:
+/// `format.` and the base64url (no padding) of `model.audience.sequence.id`.
+pub(crate) fn encode_cursor(
+    format: &str,
+    model_version: ModelVersion,
+    audience: Audience,
+    position: &FeedPosition,
+) -> String {
+    let audience = match audience {
+        Audience::Production => "p",
+        Audience::Sandbox => "s",
+    };
+    let inner = format!("{}.{audience}.{}.{}", model_version.0, position.sequence, position.lcc_id);
+    format!("{format}.{}", base64url::encode(inner.as_bytes()))
+}
+
+/// What [`encode_cursor`] encoded with `format`.
+pub(crate) fn decode_cursor(
+    format: &str,
+    text: &str,
+) -> Result<(ModelVersion, Audience, FeedPosition), MalformedCursor> {
+    let encoded = text.strip_prefix(format).and_then(|rest| rest.strip_prefix('.')).ok_or(MalformedCursor)?;
+    let inner = String::from_utf8(base64url::decode(encoded).ok_or(MalformedCursor)?).map_err(|_| MalformedCursor)?;
+    let mut parts = inner.splitn(4, '.');
+    let mut next = || parts.next().ok_or(MalformedCursor);
+    let model_version = next()?.parse().map(ModelVersion).map_err(|_| MalformedCursor)?;
+    let audience = match next()? {
+        "p" => Audience::Production,
+        "s" => Audience::Sandbox,
+        _ => return Err(MalformedCursor),
+    };
+    let sequence: i64 = next()?.parse().map_err(|_| MalformedCursor)?;
+    let lcc_id = next()?.to_owned();
+    if sequence < 0 || lcc_id.chars().any(char::is_control) {
+        return Err(MalformedCursor);
+    }
+    Ok((model_version, audience, FeedPosition { sequence, lcc_id }))
 }
 
 #[cfg(test)]

@@ -23,8 +23,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::base64url;
-use crate::change_feed::{ChangeFeedGone, FeedPosition, MalformedCursor};
+use crate::change_feed::{self, ChangeFeedGone, FeedPosition, MalformedCursor};
 use crate::identifiers::Audience;
 use crate::records::{Body, ModelVersion};
 
@@ -324,33 +323,12 @@ impl NotificationCursor {
     /// The cursor's text: `n1.` and the base64url (no padding) of
     /// `model.audience.sequence.id`. Clients treat it as opaque.
     pub fn encode(&self) -> String {
-        let audience = match self.audience {
-            Audience::Production => "p",
-            Audience::Sandbox => "s",
-        };
-        let inner = format!("{}.{audience}.{}.{}", self.model_version.0, self.position.sequence, self.position.lcc_id);
-        format!("{CURSOR_FORMAT}.{}", base64url::encode(inner.as_bytes()))
+        change_feed::encode_cursor(CURSOR_FORMAT, self.model_version, self.audience, &self.position)
     }
 
     pub fn decode(text: &str) -> Result<NotificationCursor, MalformedCursor> {
-        let encoded =
-            text.strip_prefix(CURSOR_FORMAT).and_then(|rest| rest.strip_prefix('.')).ok_or(MalformedCursor)?;
-        let inner =
-            String::from_utf8(base64url::decode(encoded).ok_or(MalformedCursor)?).map_err(|_| MalformedCursor)?;
-        let mut parts = inner.splitn(4, '.');
-        let mut next = || parts.next().ok_or(MalformedCursor);
-        let model_version = next()?.parse().map(ModelVersion).map_err(|_| MalformedCursor)?;
-        let audience = match next()? {
-            "p" => Audience::Production,
-            "s" => Audience::Sandbox,
-            _ => return Err(MalformedCursor),
-        };
-        let sequence: i64 = next()?.parse().map_err(|_| MalformedCursor)?;
-        let id = next()?.to_owned();
-        if sequence < 0 || id.chars().any(char::is_control) {
-            return Err(MalformedCursor);
-        }
-        Ok(NotificationCursor { model_version, audience, position: FeedPosition { sequence, lcc_id: id } })
+        let (model_version, audience, position) = change_feed::decode_cursor(CURSOR_FORMAT, text)?;
+        Ok(NotificationCursor { model_version, audience, position })
     }
 }
 

@@ -1,6 +1,6 @@
 //! The change feed's cursor (`FeedCursor::decode`), as `since` carries it.
 
-use read_model::change_feed::FeedCursor;
+use read_model::change_feed::{FeedCursor, MalformedCursor};
 
 use crate::service::{problem_code, query_value, service};
 
@@ -11,17 +11,27 @@ use crate::service::{problem_code, query_value, service};
 /// `invalid_cursor`; one that does is a page whose links are URLs, a
 /// cursor of the other audience's feed, or one that is gone.
 pub fn check(input: &[u8]) {
+    check_cursor(input, "/bulk/changes", FeedCursor::decode, FeedCursor::encode);
+}
+
+/// [`check`] for the feed at `path`, whose cursors `decode` reads and `encode` writes.
+pub(crate) fn check_cursor<C: PartialEq + std::fmt::Debug>(
+    input: &[u8],
+    path: &str,
+    decode: fn(&str) -> Result<C, MalformedCursor>,
+    encode: fn(&C) -> String,
+) {
     let text = String::from_utf8_lossy(input);
-    if let Ok(cursor) = FeedCursor::decode(&text) {
-        let encoded = cursor.encode();
+    if let Ok(cursor) = decode(&text) {
+        let encoded = encode(&cursor);
         assert!(
             encoded.bytes().all(|byte| byte.is_ascii_alphanumeric() || b"-_.".contains(&byte)),
             "a cursor's text needs escaping: {encoded:?}"
         );
-        assert_eq!(FeedCursor::decode(&encoded), Ok(cursor), "a cursor does not survive encoding");
+        assert_eq!(decode(&encoded), Ok(cursor), "a cursor does not survive encoding");
     }
     let service = service();
-    let answer = service.get(&format!("/bulk/changes?limit=1&since={}", query_value(&text)), &service.production_key);
+    let answer = service.get(&format!("{path}?limit=1&since={}", query_value(&text)), &service.production_key);
     let code = problem_code(&answer);
     if answer.status == axum::http::StatusCode::OK {
         let page: serde_json::Value = serde_json::from_slice(&answer.body).expect("a page is JSON");
@@ -30,7 +40,7 @@ pub fn check(input: &[u8]) {
             assert!(axum::http::Uri::try_from(link).is_ok(), "since={text:?} gave the link {link:?}");
         }
     }
-    match FeedCursor::decode(text.trim()) {
+    match decode(text.trim()) {
         Err(_) => assert_eq!(code.as_deref(), Some("invalid_cursor"), "since={text:?} answered {}", answer.status),
         Ok(_) => assert!(
             matches!(code.as_deref(), None | Some("cursor_of_another_audience" | "cursor_gone")),

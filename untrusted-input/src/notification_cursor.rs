@@ -3,43 +3,13 @@
 
 use read_model::notifications::NotificationCursor;
 
-use crate::service::{problem_code, query_value, service};
+use crate::feed_cursor::check_cursor;
+use crate::service::service;
 
-/// Decoding never panics, and a cursor that decodes is one this service
-/// could have issued: encoding it and decoding again gives it back, in
-/// characters that need no escaping in a URL. As `since` (read without the
-/// whitespace around it), a text that does not decode is refused as
-/// `invalid_cursor`; one that does is a page whose links are URLs, a
-/// cursor of the other audience's feed, or one that is gone.
+/// The properties of [`crate::feed_cursor::check`], for the notification
+/// feed's cursors as `since` of `/notifications`.
 pub fn check(input: &[u8]) {
-    let text = String::from_utf8_lossy(input);
-    if let Ok(cursor) = NotificationCursor::decode(&text) {
-        let encoded = cursor.encode();
-        assert!(
-            encoded.bytes().all(|byte| byte.is_ascii_alphanumeric() || b"-_.".contains(&byte)),
-            "a cursor's text needs escaping: {encoded:?}"
-        );
-        assert_eq!(NotificationCursor::decode(&encoded), Ok(cursor), "a cursor does not survive encoding");
-    }
-    let service = service();
-    let path = format!("/notifications?limit=1&since={}", query_value(&text));
-    let answer = service.get(&path, &service.production_key);
-    let code = problem_code(&answer);
-    if answer.status == axum::http::StatusCode::OK {
-        let page: serde_json::Value = serde_json::from_slice(&answer.body).expect("a page is JSON");
-        for link in [&page["links"]["self"], &page["links"]["next"]] {
-            let link = link.as_str().expect("a page links itself and the next");
-            assert!(axum::http::Uri::try_from(link).is_ok(), "since={text:?} gave the link {link:?}");
-        }
-    }
-    match NotificationCursor::decode(text.trim()) {
-        Err(_) => assert_eq!(code.as_deref(), Some("invalid_cursor"), "since={text:?} answered {}", answer.status),
-        Ok(_) => assert!(
-            matches!(code.as_deref(), None | Some("cursor_of_another_audience" | "cursor_gone")),
-            "since={text:?} answered {} {code:?}",
-            answer.status
-        ),
-    }
+    check_cursor(input, "/notifications", NotificationCursor::decode, NotificationCursor::encode);
 }
 
 /// The cursors of every notification of the fixtures' feeds, both audiences.

@@ -161,3 +161,17 @@ pub fn rights(work: &str, at: i64, rights: Vec<RightRecord>, open: bool) -> Draf
 pub fn published(work: &str, at: i64) -> Draft {
     Draft::new(Topic::Works, work, at, Payload::WorkPublished(Timestamp(at)))
 }
+
+/// An active blanket license to `licensee` for everything, from 2024.
+pub fn blanket_grant(licensee: &str) -> projector::events::LicenseGrant {
+    projector::events::LicenseGrant {
+        kind: read_model::documents::LicenseKind::Blanket,
+        licensee_party_id: licensee.into(),
+        status: read_model::documents::LicenseStatus::Active,
+        valid_from: Date::from_ymd(2024, 1, 1).expect("date"),
+        valid_until: None,
+        covered_work_ids: Vec::new(),
+        repertoire: Some("Everything.".into()),
+        territory: "WORLD".into(),
+    }
+}

@@ -78,6 +78,17 @@ pub struct ChangeLinks {
     pub next: String,
 }
 
+impl ChangeLinks {
+    /// The links of a page of the feed at `path` read `since` a cursor, continuing at `next`.
+    pub(super) fn of(app: &App, path: &str, since: Option<&str>, limit: u32, next: &str) -> ChangeLinks {
+        let link = |since: Option<&str>| {
+            let since = since.map(|since| format!("since={since}&")).unwrap_or_default();
+            app.public_url(&format!("{path}?{since}limit={limit}"))
+        };
+        ChangeLinks { this: link(since.map(str::trim)), next: link(Some(next)) }
+    }
+}
+
 pub(super) fn limit_of(text: Option<&str>) -> Result<u32, ApiError> {
     let Some(text) = text else { return Ok(DEFAULT_LIMIT) };
     let invalid = || ApiError::InvalidParameter(format!("limit must be a whole number from 1 to {MAX_LIMIT}"));
@@ -152,11 +163,7 @@ pub async fn changes(
             })
             .collect::<Result<Vec<_>, ApiError>>()?;
         let next = cursor_at(page.next);
-        let link = |since: Option<&str>| {
-            let since = since.map(|since| format!("since={since}&")).unwrap_or_default();
-            app.public_url(&format!("/bulk/changes?{since}limit={limit}"))
-        };
-        let links = ChangeLinks { this: link(query.since.as_deref().map(str::trim)), next: link(Some(&next)) };
+        let links = ChangeLinks::of(&app, "/bulk/changes", query.since.as_deref(), limit, &next);
         let caught_up = items.len() < limit as usize && !page.settling;
         json_of(StatusCode::OK, &ChangePage { items, next, caught_up, links })
     })

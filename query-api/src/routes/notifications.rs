@@ -25,7 +25,7 @@ use read_model::notifications::{
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::changes::limit_of;
+use super::changes::{ChangeLinks, limit_of};
 use super::json_of;
 use super::parameters::{NotificationsQuery, QueryParameters};
 use crate::access::Credentials;
@@ -47,7 +47,7 @@ pub struct NotificationPage {
     /// (a replicated store serves one once no older one can still land
     /// before it, within seconds).
     pub caught_up: bool,
-    pub links: super::changes::ChangeLinks,
+    pub links: ChangeLinks,
 }
 
 /// One notification: which answers of a work or license changed, and the
@@ -215,12 +215,7 @@ pub async fn notifications(
         let filter = granted.principal.notification_filter.as_deref();
         let page = read_for_key(&app, audience, filter, after, limit).await?;
         let next = NotificationCursor { model_version: page.model_version, audience, position: page.next }.encode();
-        let link = |since: Option<&str>| {
-            let since = since.map(|since| format!("since={since}&")).unwrap_or_default();
-            app.public_url(&format!("/notifications?{since}limit={limit}"))
-        };
-        let links =
-            super::changes::ChangeLinks { this: link(query.since.as_deref().map(str::trim)), next: link(Some(&next)) };
+        let links = ChangeLinks::of(&app, "/notifications", query.since.as_deref(), limit, &next);
         json_of(StatusCode::OK, &NotificationPage { items: page.items, next, caught_up: page.caught_up, links })
     })
     .await
