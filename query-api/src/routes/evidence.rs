@@ -85,7 +85,7 @@ pub struct RemainingTerm {
 
 /// The term left on `today` for protection ending on `ends_on` (inclusive).
 pub fn protection(ends_on: Option<Date>, today: Date) -> Protection {
-    let in_force = ends_on.is_some_and(|ends| ends >= today);
+    let in_force = answer_tags::in_force(ends_on, today);
     let (years, months, days, total_days) = match ends_on {
         Some(ends) if in_force => {
             let (years, months, days) = today.calendar_distance(ends);
@@ -122,8 +122,9 @@ pub async fn evidence(
         let inputs: EvidenceInputs = decode(&body)?;
         let (entries, provenance_chain) = chained_provenance(&app, &lcc_id).await?;
         let now = Timestamp(app.clock.unix_ms());
-        let in_force = answer_tags::in_force(inputs.protection_ends_on, Date::of(now));
-        let tag = answer_tags::evidence(Audience::of(&lcc_id), &body, in_force, provenance_versions(&entries));
+        let protection = protection(inputs.protection_ends_on, Date::of(now));
+        let versions = provenance_versions(&entries);
+        let tag = answer_tags::evidence(Audience::of(&lcc_id), &body, protection.in_force, versions);
         let mut package = EvidencePackage {
             public_lookup_url: app.public_url(&format!("/records/{lcc_id}")),
             lcc_id: inputs.lcc_id,
@@ -132,7 +133,7 @@ pub async fn evidence(
             earliest_recorded_at: inputs.earliest_recorded_at,
             file_sha256: inputs.file_sha256,
             rights_chain: RightsChain { authors_rights: inputs.authors_rights, related_rights: inputs.related_rights },
-            protection: protection(inputs.protection_ends_on, Date::of(now)),
+            protection,
             dispute_status: inputs.dispute_status,
             disputes: inputs.disputes,
             certificate: inputs.certificate,

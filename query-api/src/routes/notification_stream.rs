@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::Response;
 use futures_util::stream;
 use read_model::Audience;
@@ -117,7 +117,6 @@ pub async fn stream(
         response_headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
         response_headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
         response_headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
-        *response.status_mut() = StatusCode::OK;
         Ok(response)
     })
     .await

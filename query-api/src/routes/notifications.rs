@@ -119,9 +119,9 @@ pub(super) async fn read_for_key(
         };
         let exhausted = page.items.len() < wanted as usize;
         for stored in page.items {
-            let (notification, item) = item_of(audience, page.model_version, stored)?;
+            let notification = decoded(&stored)?;
             if filter.is_none_or(|filter| filter.admits(&notification)) {
-                items.push(item);
+                items.push(served(audience, page.model_version, stored.position, notification));
             }
         }
         after = Some((page.model_version, page.next.clone()));
@@ -134,28 +134,32 @@ pub(super) async fn read_for_key(
     Ok(KeyPage { model_version, items, next, exhausted: false, caught_up: false })
 }
 
-/// A stored notification as the feed and the stream serve it, with what it states.
-pub(super) fn item_of(
-    audience: Audience,
-    model_version: ModelVersion,
-    item: StoredItem,
-) -> Result<(Notification, NotificationItem), ApiError> {
-    let notification = Notification::decode(&item.position.lcc_id, &item.body).ok_or_else(|| {
+/// What a stored notification states.
+fn decoded(item: &StoredItem) -> Result<Notification, ApiError> {
+    Notification::decode(&item.position.lcc_id, &item.body).ok_or_else(|| {
         tracing::error!(id = item.position.lcc_id, "a stored notification is not one");
         ApiError::Internal
-    })?;
-    let served = NotificationItem {
-        recorded_at: Timestamp(millisecond_of_sequence(item.position.sequence)),
-        cursor: NotificationCursor { model_version, audience, position: item.position }.encode(),
+    })
+}
+
+/// A notification at `position` as the feed and the stream serve it.
+fn served(
+    audience: Audience,
+    model_version: ModelVersion,
+    position: FeedPosition,
+    notification: Notification,
+) -> NotificationItem {
+    NotificationItem {
+        recorded_at: Timestamp(millisecond_of_sequence(position.sequence)),
+        cursor: NotificationCursor { model_version, audience, position }.encode(),
         subject: notification.subject,
-        id: notification.id.clone(),
+        id: notification.id,
         version: notification.version,
         withdrawn: notification.withdrawn,
-        changed: notification.changed.clone(),
-        tags: notification.tags.clone(),
-        parties: notification.parties.clone(),
-    };
-    Ok((notification, served))
+        changed: notification.changed,
+        tags: notification.tags,
+        parties: notification.parties,
+    }
 }
 
 /// The 410 answer to a cursor that can no longer be continued from.

@@ -78,9 +78,10 @@ pub fn checks(inputs: &VerificationInputs, today: Date, file_sha256: Option<&str
         passed: !open,
         detail: format!("dispute status: {}", status.unwrap_or_default()),
     });
+    let in_force = answer_tags::in_force(inputs.protection_ends_on, today);
     let protection = match inputs.protection_ends_on {
         None => (false, "no term of protection is recorded".to_owned()),
-        Some(ends) if ends >= today => (true, format!("protected until {ends}")),
+        Some(ends) if in_force => (true, format!("protected until {ends}")),
         Some(ends) => (false, format!("protection ended on {ends}")),
     };
     checks.push(Check { name: "protection_in_force", passed: protection.0, detail: protection.1 });
