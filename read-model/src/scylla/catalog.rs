@@ -14,6 +14,7 @@ use super::execution::{Prepared, ddl_statement, execute, select};
 use super::row_mapping;
 use super::schema::{CATALOG_CQL, MODEL_CQL, SCHEMA_REVISION, drop_keyspace, render};
 use super::statements::{ACTIVE_ROW, CatalogStatement, ModelStatement, REVISION_ROW, VERSIONS_PARTITION};
+use crate::active_version_cache::ACTIVE_VERSION_TTL;
 use crate::store::{ModelVersion, ModelVersionInfo, ModelVersions, StoreError};
 
 impl ScyllaStore {
@@ -169,6 +170,11 @@ impl ModelVersions for ScyllaStore {
         if self.stored_active_version().await? == Some(version) {
             return Err(StoreError::ActiveModelVersion(version));
         }
+        // A reader trusts its cached active version for ACTIVE_VERSION_TTL,
+        // so one that cached this version before another was activated may
+        // still read it that long, and finish a read begun then: the keyspace
+        // goes only once twice that time has passed since the check above.
+        tokio::time::sleep(2 * ACTIVE_VERSION_TTL).await;
         // The keyspace goes before the catalog forgets it: a drop that fails
         // or times out leaves the version listed, and dropping it again (or
         // `migrate`, which recreates listed keyspaces) repairs it, where the
