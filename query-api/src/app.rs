@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use anyhow::Context;
-use read_model::{ApiKeys, DocumentReads, Store};
+use read_model::{ApiKeys, DocumentReads, Store, Webhooks};
 
 use crate::config::{Environment, ServeConfig, Settings};
 use crate::keys::production::ProductionKeys;
@@ -42,6 +42,9 @@ pub struct App {
     pub draining: Arc<AtomicBool>,
     /// The notification streams each key holds open.
     pub notification_streams: StreamSlots,
+    /// The webhook subscriptions, which `GET /webhooks` shows and the
+    /// deliverer delivers.
+    pub webhooks: Arc<dyn Webhooks>,
 }
 
 impl std::fmt::Debug for App {
@@ -57,6 +60,7 @@ impl App {
     pub fn from_config(config: &ServeConfig, store: Arc<dyn Store>, data_dir: &Path) -> anyhow::Result<Arc<App>> {
         let secret = config.sandbox_key_secret(data_dir)?;
         let keys: Arc<dyn ApiKeys> = store.clone();
+        let webhooks: Arc<dyn Webhooks> = store.clone();
         let production_keys = ProductionKeys::start(keys);
         let reads: Arc<dyn DocumentReads> = store;
         let metrics = Arc::new(Metrics::new().context("failed to register metrics")?);
@@ -73,6 +77,7 @@ impl App {
             signer,
             draining: Default::default(),
             notification_streams: StreamSlots::default(),
+            webhooks,
             clock: read_model::clock::Clock::system(),
         }))
     }

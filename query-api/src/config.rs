@@ -123,6 +123,8 @@ pub struct ServeConfig {
     pub snapshot_rows_per_file: u64,
     #[command(flatten)]
     pub signing_keys: SigningKeysArguments,
+    #[command(flatten)]
+    pub webhooks: WebhookArguments,
     /// Seconds a connection may take to send a request head, counted from
     /// its opening and again from each answer (so also the longest a
     /// keep-alive connection stays idle); then it is closed.
@@ -144,6 +146,85 @@ pub struct ServeConfig {
     /// Seconds requests in flight may take to finish once shutdown begins.
     #[arg(long, env = "LCC_SHUTDOWN_GRACE_SECONDS", default_value_t = 10)]
     pub shutdown_grace_seconds: u64,
+}
+
+/// How webhooks are delivered, and where endpoints may be.
+#[derive(Debug, Clone, clap::Args)]
+pub struct WebhookArguments {
+    /// Whether this replica delivers webhooks (each subscription is
+    /// delivered by one replica at a time, whichever holds its lease).
+    #[arg(long, env = "LCC_DELIVER_WEBHOOKS", default_value_t = true, action = clap::ArgAction::Set)]
+    pub deliver_webhooks: bool,
+    /// Seconds one delivery attempt may take, connection to last byte.
+    #[arg(long, env = "LCC_WEBHOOK_TIMEOUT_SECONDS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=60))]
+    pub webhook_timeout_seconds: u64,
+    /// The most notifications one delivery holds.
+    #[arg(long, env = "LCC_WEBHOOK_BATCH", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub webhook_batch: u32,
+    /// How often, in milliseconds, subscriptions are listed and a caught-up
+    /// subscription looks for new notifications.
+    #[arg(long, env = "LCC_WEBHOOK_POLL_MILLISECONDS", default_value_t = 1_000, value_parser = clap::value_parser!(u64).range(10..=60_000))]
+    pub webhook_poll_milliseconds: u64,
+    /// Seconds a replica's lease on a subscription lasts unrenewed: how
+    /// soon another replica takes over from one that stopped.
+    #[arg(long, env = "LCC_WEBHOOK_LEASE_SECONDS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(3..=3_600))]
+    pub webhook_lease_seconds: u64,
+    /// Pins a host name to an address (`HOST=ADDRESS`, repeatable, or
+    /// comma-separated), as curl's `--resolve`; other names are resolved by
+    /// the system at every delivery.
+    #[arg(long, env = "LCC_WEBHOOK_RESOLVE", value_delimiter = ',')]
+    pub webhook_resolve: Vec<String>,
+    /// A PEM file of the root certificates endpoints' certificates are
+    /// checked against, instead of Mozilla's.
+    #[arg(long, env = "LCC_WEBHOOK_CA_FILE")]
+    pub webhook_ca_file: Option<PathBuf>,
+}
+
+impl WebhookArguments {
+    /// Where endpoints may be: in production only public addresses over
+    /// HTTPS; elsewhere (development, tests) also local ones, and plain HTTP.
+    pub fn resolution(&self, environment: Environment) -> anyhow::Result<crate::webhooks::addresses::Resolution> {
+        let pinned = crate::webhooks::addresses::PinnedNames::parse(self.webhook_resolve.iter().map(String::as_str))
+            .map_err(anyhow::Error::msg)
+            .context("failed to read --webhook-resolve")?;
+        Ok(crate::webhooks::addresses::Resolution {
+            pinned,
+            refuse_private: environment == Environment::Production,
+        })
+    }
+
+    /// How this replica delivers.
+    pub fn delivery_settings(&self, environment: Environment) -> anyhow::Result<crate::webhooks::deliverer::DeliverySettings> {
+        let roots = match &self.webhook_ca_file {
+            None => None,
+            Some(path) => {
+                let pem = std::fs::read(path).with_context(|| format!("failed to read {}", path.display()))?;
+                let certificates = ureq::tls::parse_pem(&pem)
+                    .filter_map(|item| match item {
+                        Ok(ureq::tls::PemItem::Certificate(certificate)) => Some(Ok(certificate)),
+                        Ok(_) => None,
+                        Err(error) => Some(Err(error)),
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+                    .with_context(|| format!("failed to read the certificates of {}", path.display()))?;
+                if certificates.is_empty() {
+                    bail!("{} holds no certificate", path.display());
+                }
+                Some(certificates)
+            }
+        };
+        Ok(crate::webhooks::deliverer::DeliverySettings {
+            poll: Duration::from_millis(self.webhook_poll_milliseconds),
+            lease: Duration::from_secs(self.webhook_lease_seconds),
+            batch: self.webhook_batch,
+            sender: crate::webhooks::sending::SenderSettings {
+                timeout: Duration::from_secs(self.webhook_timeout_seconds),
+                resolution: self.resolution(environment)?,
+                https_only: environment == Environment::Production,
+                roots,
+            },
+        })
+    }
 }
 
 /// File descriptors kept for the store, the snapshot files and the admin

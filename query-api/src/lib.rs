@@ -31,3 +31,4 @@ pub mod routes;
 pub mod server;
 pub mod signing;
 pub mod snapshots;
+pub mod webhooks;

@@ -34,6 +34,13 @@ enum Command {
         #[command(flatten)]
         store: Box<StoreArguments>,
     },
+    /// Manage webhook subscriptions, kept in the store (`--store`, `--data-dir`, `--scylla-*`).
+    Webhooks {
+        #[command(subcommand)]
+        command: WebhookCommand,
+        #[command(flatten)]
+        store: Box<StoreArguments>,
+    },
     /// Cut a snapshot of the catalogue now, into the directory the API
     /// serves snapshots from, and keep the newest few.
     Snapshot(Box<SnapshotArguments>),
@@ -145,6 +152,34 @@ enum KeyCommand {
     Revoke { key_id: String },
 }
 
+#[derive(Debug, Subcommand)]
+enum WebhookCommand {
+    /// Subscribe a production key's notifications (with its filter) to an
+    /// endpoint; deliveries start once the endpoint answers the challenge,
+    /// with what changed from now on.
+    Add {
+        /// The key's id (`live_…`, from `keys list`).
+        #[arg(long)]
+        key: String,
+        /// Where deliveries are posted: `https://` in production, on a public address.
+        #[arg(long)]
+        endpoint: String,
+        #[arg(long, env = "LCC_ENVIRONMENT", value_enum, default_value = "development")]
+        environment: Environment,
+        #[command(flatten)]
+        delivery: query_api::config::WebhookArguments,
+    },
+    /// List the subscriptions with where their deliveries stand.
+    List,
+    /// Stop deliveries until resumed; nothing is lost meanwhile.
+    Pause { id: String },
+    /// Resume deliveries from where they stopped, also after the deliverer
+    /// paused them (a 410 answer, or the retry schedule spent).
+    Resume { id: String },
+    /// Remove a subscription and its delivery state.
+    Remove { id: String },
+}
+
 #[derive(Debug, clap::Args)]
 struct ServeArguments {
     #[command(flatten)]
@@ -164,6 +199,7 @@ fn main() -> anyhow::Result<()> {
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("failed to start the runtime")?;
     match Cli::parse().command {
         Command::Keys { command, store } => runtime.block_on(keys(command, &store)),
+        Command::Webhooks { command, store } => runtime.block_on(webhooks(command, &store)),
         Command::Serve(arguments) => runtime.block_on(serve(*arguments)),
         Command::Snapshot(arguments) => runtime.block_on(snapshot(*arguments)),
         Command::SigningKeys { command, signing_keys_file, data_dir } => {
@@ -320,6 +356,78 @@ async fn keys(command: KeyCommand, store_arguments: &StoreArguments) -> anyhow::
     Ok(())
 }
 
+async fn webhooks(command: WebhookCommand, store_arguments: &StoreArguments) -> anyhow::Result<()> {
+    let store =
+        store_arguments.open().await.with_context(|| format!("failed to open the {}", store_arguments.describe()))?;
+    let now = Timestamp::now().0;
+    match command {
+        WebhookCommand::Add { key, endpoint, environment, delivery } => {
+            let keys = ProductionKeys::start(store.clone());
+            let stored = keys.list().await.context("failed to list keys")?;
+            let Some(key) = stored.iter().find(|stored| stored.key_id == key) else { bail!("no key {key}") };
+            if key.revoked {
+                bail!("the key {} is revoked", key.key_id);
+            }
+            let resolution = delivery.resolution(environment)?;
+            let endpoint = query_api::webhooks::check_endpoint(&endpoint, environment == Environment::Production, &resolution)
+                .map_err(anyhow::Error::msg)?;
+            let subscription = read_model::webhooks::WebhookSubscription {
+                id: query_api::webhooks::new_id().context("failed to read random bytes")?,
+                key_id: key.key_id.clone(),
+                endpoint,
+                created_at_ms: now,
+                enabled: true,
+                resumed_at_ms: now,
+            };
+            store.insert_webhook(&subscription).await.context("failed to add the webhook")?;
+            println!("{}", subscription.id);
+            eprintln!(
+                "added {} for {} ({}) to {}; it is sent a challenge first",
+                subscription.id, key.partner, key.key_id, subscription.endpoint
+            );
+        }
+        WebhookCommand::List => {
+            for record in store.webhooks().await.context("failed to list webhooks")? {
+                let subscription = &record.subscription;
+                let state = query_api::webhooks::state::DeliveryState::parse(&subscription.id, &record.state);
+                let status = query_api::webhooks::status_of(subscription, &state);
+                let reason = state.paused.as_ref().map(|pause| format!("\t{}", pause.reason)).unwrap_or_default();
+                println!(
+                    "{}\t{}\t{}\t{}\t{} delivered{reason}",
+                    subscription.id,
+                    subscription.key_id,
+                    subscription.endpoint,
+                    status.name(),
+                    state.delivered
+                );
+            }
+        }
+        WebhookCommand::Pause { id } => {
+            let Some(record) = store.webhook(&id).await.context("failed to read the webhook")? else {
+                bail!("no webhook {id}")
+            };
+            let resumed_at_ms = record.subscription.resumed_at_ms;
+            if !store.set_webhook_enabled(&id, false, resumed_at_ms).await.context("failed to pause the webhook")? {
+                bail!("no webhook {id}");
+            }
+            println!("paused {id}");
+        }
+        WebhookCommand::Resume { id } => {
+            if !store.set_webhook_enabled(&id, true, now).await.context("failed to resume the webhook")? {
+                bail!("no webhook {id}");
+            }
+            println!("resumed {id}");
+        }
+        WebhookCommand::Remove { id } => {
+            if !store.remove_webhook(&id).await.context("failed to remove the webhook")? {
+                bail!("no webhook {id}");
+            }
+            println!("removed {id}");
+        }
+    }
+    Ok(())
+}
+
 async fn serve(arguments: ServeArguments) -> anyhow::Result<()> {
     // The API never migrates: the projector owns the schema. Until it exists, reads answer 503.
     let store = arguments
@@ -350,9 +458,18 @@ async fn serve(arguments: ServeArguments) -> anyhow::Result<()> {
     let snapshots = arguments.config.snapshot_schedule(&arguments.store.data_dir, &app.signer).map(|schedule| {
         tokio::spawn(run_snapshot_schedule(Arc::clone(&app.store), schedule, wait_for_stop(stopped.clone())))
     });
+    let deliverer = if arguments.config.webhooks.deliver_webhooks {
+        let settings = arguments.config.webhooks.delivery_settings(arguments.config.environment)?;
+        Some(tokio::spawn(query_api::webhooks::deliverer::run(Arc::clone(&app), settings, wait_for_stop(stopped.clone()))))
+    } else {
+        None
+    };
     let public_server = tokio::spawn(query_api::server::run(listener, app, wait_for_stop(stopped)));
     telemetry::shutdown::signal().await;
     let _ = stop.send(true);
+    if let Some(deliverer) = deliverer {
+        deliverer.await.context("the webhook deliverer failed")?;
+    }
     if let Some(snapshots) = snapshots {
         snapshots.await.context("the snapshot task failed")?;
     }

@@ -224,6 +224,7 @@ async fn a_store_without_an_active_model_answers_503_and_recovers_without_restar
         signer: Arc::clone(&service.app.signer),
         draining: Default::default(),
         notification_streams: Default::default(),
+        webhooks: Arc::new(store.clone()),
         clock: service.app.clock.clone(),
     });
     let get = |app: Arc<query_api::app::App>, key: String| async move {

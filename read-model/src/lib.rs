@@ -30,8 +30,10 @@ pub mod store;
 #[cfg(feature = "cli")]
 pub mod store_arguments;
 pub mod stored_bodies;
+pub mod webhooks;
 
 pub use api_keys::{ApiKeyRecord, ApiKeys};
+pub use webhooks::Webhooks;
 pub use documents::DocumentKind;
 pub use identifiers::Audience;
 pub use read_set::{CheckMoment, CommitMark, ReadInput, ReadSet};

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use crate::api_keys::ApiKeys;
+use crate::webhooks::Webhooks;
 use crate::change_feed::{ChangeFeedBounds, ChangeItem, ChangeQuery, ChangesRead};
 use crate::documents::DocumentKind;
 use crate::identifiers::Audience;
@@ -299,6 +300,6 @@ pub async fn active_or_first_version(store: &dyn ModelVersions) -> Result<ModelV
 }
 
 /// A complete backend.
-pub trait Store: DocumentReads + ProjectionWrites + ModelVersions + ApiKeys + std::fmt::Debug {}
+pub trait Store: DocumentReads + ProjectionWrites + ModelVersions + ApiKeys + Webhooks + std::fmt::Debug {}
 
-impl<T: DocumentReads + ProjectionWrites + ModelVersions + ApiKeys + std::fmt::Debug> Store for T {}
+impl<T: DocumentReads + ProjectionWrites + ModelVersions + ApiKeys + Webhooks + std::fmt::Debug> Store for T {}

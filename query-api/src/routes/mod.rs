@@ -16,7 +16,7 @@ mod licenses;
 mod lookup;
 mod metadata;
 mod notification_stream;
-mod notifications;
+pub mod notifications;
 mod oai;
 pub mod openapi;
 mod parameters;
@@ -26,6 +26,7 @@ mod sandbox;
 mod signing_keys;
 mod snapshots;
 mod verify;
+mod webhooks;
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -67,6 +68,7 @@ fn described_endpoints() -> OpenApiRouter<RouterState> {
         .routes(routes!(changes::changes))
         .routes(routes!(notifications::notifications))
         .routes(routes!(notification_stream::stream))
+        .routes(routes!(webhooks::webhooks))
         .routes(routes!(snapshots::list))
         .routes(routes!(snapshots::manifest))
         .routes(routes!(snapshots::file))

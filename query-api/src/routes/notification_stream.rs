@@ -87,7 +87,7 @@ pub async fn stream(
             .ok_or(ApiError::TooManyStreams(MAX_STREAMS_PER_KEY))?;
         let filter = granted.principal.notification_filter.clone();
         let after = cursor.map(|cursor| (cursor.model_version, cursor.position));
-        let page = read_for_key(&app, audience, filter.as_deref(), after, PAGE).await?;
+        let page = read_for_key(app.store.as_ref(), audience, filter.as_deref(), after, PAGE).await?;
         if !page.exhausted {
             let since = since.map(|since| format!("?since={}", since.trim())).unwrap_or_default();
             return Err(ApiError::FarBehind { pull: app.public_url(&format!("/notifications{since}")) });
@@ -149,7 +149,7 @@ impl Live {
                 return None;
             }
             let after = Some((self.model_version, self.position.clone()));
-            match read_for_key(&self.app, self.audience, self.filter.as_deref(), after, PAGE).await {
+            match read_for_key(self.app.store.as_ref(), self.audience, self.filter.as_deref(), after, PAGE).await {
                 Ok(page) => {
                     for item in &page.items {
                         match event("notification", item) {

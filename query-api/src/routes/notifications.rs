@@ -14,7 +14,7 @@ use std::sync::Arc;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use read_model::Audience;
+use read_model::{Audience, DocumentReads};
 use read_model::ModelVersion;
 use read_model::calendar::Timestamp;
 use read_model::change_feed::{ChangeFeedGone, FeedPosition, millisecond_of_sequence};
@@ -86,22 +86,23 @@ pub struct NotificationItem {
 const SCANNED_PAGES: usize = 10;
 
 /// What one read of the feed gives a key: the items its filter admits.
-pub(super) struct KeyPage {
-    pub(super) model_version: ModelVersion,
-    pub(super) items: Vec<NotificationItem>,
+#[derive(Debug)]
+pub struct KeyPage {
+    pub model_version: ModelVersion,
+    pub items: Vec<NotificationItem>,
     /// Where the next read continues.
-    pub(super) next: FeedPosition,
+    pub next: FeedPosition,
     /// Whether the read reached the newest notification served.
-    pub(super) exhausted: bool,
+    pub exhausted: bool,
     /// Whether it did and none is settling behind it: poll again later.
-    pub(super) caught_up: bool,
+    pub caught_up: bool,
 }
 
 /// Up to `limit` notifications after `after` that `filter` admits (all of
 /// the audience's without one), reading at most [`SCANNED_PAGES`] pages of
 /// the feed; a cursor that can no longer be continued from is the 410.
-pub(super) async fn read_for_key(
-    app: &App,
+pub async fn read_for_key(
+    reads: &dyn DocumentReads,
     audience: Audience,
     filter: Option<&NotificationFilter>,
     mut after: Option<(ModelVersion, FeedPosition)>,
@@ -111,7 +112,7 @@ pub(super) async fn read_for_key(
     for _ in 0..SCANNED_PAGES {
         let wanted = limit - items.len() as u32;
         let read = NotificationQuery { audience, after: after.clone(), limit: wanted };
-        let page = match app.store.notifications(&read).await? {
+        let page = match reads.notifications(&read).await? {
             NotificationsRead::Page(page) => page,
             NotificationsRead::Gone { gone, model_version, resume_from } => {
                 return Err(gone_error(audience, &gone, model_version, resume_from));
@@ -217,7 +218,7 @@ pub async fn notifications(
         let cursor = cursor_of(query.since.as_deref(), audience)?;
         let after = cursor.map(|cursor| (cursor.model_version, cursor.position));
         let filter = granted.principal.notification_filter.as_deref();
-        let page = read_for_key(&app, audience, filter, after, limit).await?;
+        let page = read_for_key(app.store.as_ref(), audience, filter, after, limit).await?;
         let next = NotificationCursor { model_version: page.model_version, audience, position: page.next }.encode();
         let links = ChangeLinks::of(&app, "/notifications", query.since.as_deref(), limit, &next);
         json_of(StatusCode::OK, &NotificationPage { items: page.items, next, caught_up: page.caught_up, links })

@@ -93,7 +93,12 @@ files are sent as they are."
         (name = "Keys", description = "The public keys that verify signed evidence packages and snapshot manifests."),
         (name = "Description", description = "This document."),
     ),
-    components(schemas(Problem)),
+    components(schemas(
+        Problem,
+        crate::webhooks::payload::NotificationDelivery,
+        crate::webhooks::payload::WebhookChallenge,
+        crate::webhooks::payload::ChallengeAnswer,
+    )),
 )]
 struct Description;
 
@@ -130,7 +135,11 @@ impl ServedDocument {
     /// The paths the handlers describe, completed for `settings` and serialized.
     pub fn of(paths: utoipa::openapi::OpenApi, settings: &Settings) -> ServedDocument {
         // Serializing a document built from typed parts cannot fail.
-        ServedDocument(Bytes::from(serde_json::to_vec(&complete(paths, settings)).unwrap_or_default()))
+        let mut document = serde_json::to_value(complete(paths, settings)).unwrap_or_default();
+        if let Some(members) = document.as_object_mut() {
+            members.insert("webhooks".to_owned(), webhooks());
+        }
+        ServedDocument(Bytes::from(serde_json::to_vec(&document).unwrap_or_default()))
     }
 }
 
@@ -162,6 +171,49 @@ pub fn complete(paths: utoipa::openapi::OpenApi, settings: &Settings) -> utoipa:
         }
     }
     document
+}
+
+/// The document's `webhooks` section (OpenAPI 3.1): what the service posts
+/// to a subscription's endpoint. The typed document has no member for it.
+fn webhooks() -> serde_json::Value {
+    let header = |name: &str, description: &str| {
+        serde_json::json!({"name": name, "in": "header", "required": true, "description": description, "schema": {"type": "string"}})
+    };
+    let headers = serde_json::json!([
+        header("webhook-id", "The message's id: the same on every attempt of one message; deduplicate by it."),
+        header("webhook-timestamp", "Seconds since the epoch, of this attempt; refuse one more than five minutes from your clock."),
+        header("webhook-signature", "`v1a,` and the standard base64 of the Ed25519 signature of `{webhook-id}.{webhook-timestamp}.{body}` by a production key of `/keys` (space-separated when there are several)."),
+        header("webhook-key-id", "The id of the key that signed; a hint only: verify with the keys of `/keys`."),
+    ]);
+    let post = |summary: &str, description: &str, schema: &str, answer: serde_json::Value| {
+        serde_json::json!({"post": {
+            "summary": summary,
+            "description": description,
+            "tags": ["Notifications"],
+            "parameters": headers,
+            "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{schema}")}}}},
+            "responses": answer,
+        }})
+    };
+    serde_json::json!({
+        "notifications": post(
+            "A subscription's next notifications",
+            "Posted to the subscription's endpoint, one message at a time and in order: each continues from the `next` of the one before (`previous`). Answer 2xx once you have stored it; any other answer, or none within the timeout, is retried on the schedule (5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h, 24 h) with the same `webhook-id`, and nothing after it is posted meanwhile. `410` pauses the subscription until the operator resumes it, from where it stopped. Redirects are not followed.",
+            "NotificationDelivery",
+            serde_json::json!({
+                "2XX": {"description": "Stored: the next message follows."},
+                "410": {"description": "Stop: the subscription is paused."},
+            }),
+        ),
+        "challenge": post(
+            "The challenge before the first delivery",
+            "Posted before the first delivery, signed as deliveries are: answer 2xx with `{\"challenge\": …}`, the value posted, to prove the endpoint asked for deliveries.",
+            "WebhookChallenge",
+            serde_json::json!({
+                "2XX": {"description": "The challenge echoed.", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ChallengeAnswer"}}}},
+            }),
+        ),
+    })
 }
 
 /// The paths relative to [`BASE_PATH`], the document's server URL: the

@@ -136,13 +136,24 @@ impl Signer {
     /// by the active key of `audience`.
     pub fn sign(&self, audience: Audience, document: &impl Serialize) -> Result<String, SigningError> {
         let payload = canonical_json(&serde_json::to_value(document)?);
+        self.with_active(audience, |active| sign_detached(&active.key, &active.kid, payload.as_bytes()))
+    }
+
+    /// The Ed25519 signature of `payload` by the active key of `audience`,
+    /// with that key's id: for signatures that are not JWS (webhooks').
+    pub fn sign_bytes(&self, audience: Audience, payload: &[u8]) -> Result<(String, [u8; 64]), SigningError> {
+        use ed25519_dalek::Signer as _;
+        self.with_active(audience, |active| (active.kid.clone(), active.key.sign(payload).to_bytes()))
+    }
+
+    fn with_active<T>(&self, audience: Audience, sign: impl FnOnce(&ActiveKey) -> T) -> Result<T, SigningError> {
         let loaded = self.current();
         let active = match audience {
             Audience::Production => loaded.production.as_ref(),
             Audience::Sandbox => loaded.sandbox.as_ref(),
         }
         .ok_or(SigningError::NoActiveKey(audience.code()))?;
-        Ok(sign_detached(&active.key, &active.kid, payload.as_bytes()))
+        Ok(sign(active))
     }
 
     /// The JWK Set of `audience`, serialized.

@@ -86,6 +86,7 @@ fn app(
         signer: query_api::signing::Signer::of(&signing_keyring()),
         draining: Default::default(),
         notification_streams: Default::default(),
+        webhooks: Arc::new(store.clone()),
         clock,
     })
 }

@@ -9,6 +9,7 @@ mod catalog;
 mod change_feed;
 mod feed_retention;
 mod notifications;
+mod webhooks;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -18,6 +19,7 @@ pub use self::catalog::{api_keys_are_issued_listed_looked_up_and_revoked, model_
 pub use self::change_feed::{bulk_rows_walk_by_key, change_feed_records_row_changes_in_commit_order};
 pub use self::feed_retention::change_feed_retention_keeps_each_works_newest_change;
 pub use self::notifications::notifications_are_read_in_commit_order_until_retention_removes_them;
+pub use self::webhooks::webhooks_have_one_deliverer_which_alone_saves_their_state;
 
 use crate::documents::DocumentKind;
 use crate::identifiers::Audience;
@@ -353,7 +355,8 @@ macro_rules! store_conformance_tests {
             model_versions_switch_readers_atomically,
             api_keys_are_issued_listed_looked_up_and_revoked,
             change_feed_records_row_changes_in_commit_order,
-            bulk_rows_walk_by_key
+            bulk_rows_walk_by_key,
+            webhooks_have_one_deliverer_which_alone_saves_their_state
         );
         $crate::store_conformance_tests!(@clocked_case $factory; [$(#[$attribute])*];
             change_feed_retention_keeps_each_works_newest_change);

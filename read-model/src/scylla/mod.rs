@@ -43,6 +43,7 @@ mod settings;
 mod statements;
 mod timestamps;
 mod version_cluster;
+mod webhooks;
 pub mod write_protocol;
 
 use std::sync::Arc;

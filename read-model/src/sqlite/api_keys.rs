@@ -1,6 +1,7 @@
 //! Production keys on the embedded backend: the file `api-keys.sqlite` in
 //! the store's directory (DDL: `schemas/sqlite/api-keys.sql`), beside the
-//! catalog, so that every process on the directory sees the same keys.
+//! catalog, so that every process on the directory sees the same keys. The
+//! webhook subscriptions live in the same file (`webhooks`).
 //!
 //! One connection, opened on first use and kept: the operator's commands
 //! write a row now and then, and the API reads the table four times a second.
@@ -40,7 +41,7 @@ impl ApiKeyFile {
     }
 
     /// Runs `work` on the connection, opening it (and creating the table) first when needed.
-    fn with_connection<T>(&self, work: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T, StoreError> {
+    pub(super) fn with_connection<T>(&self, work: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T, StoreError> {
         let mut slot = self.connection.lock().unwrap_or_else(PoisonError::into_inner);
         if slot.is_none() {
             let connection = Connection::open(&self.path).map_err(from_sqlite)?;

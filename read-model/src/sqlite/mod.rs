@@ -29,6 +29,7 @@ mod schema;
 mod state_reads;
 mod version_files;
 mod wal_writeback;
+mod webhooks;
 mod work_rows;
 mod writes;
 

@@ -105,12 +105,12 @@ pub(super) fn read(
     };
     let mut statement = connection
         .prepare_cached(
-            "SELECT sequence, id, body FROM notifications WHERE audience = ?1 AND sequence > ?2 \
-             ORDER BY sequence LIMIT ?3",
+            "SELECT sequence, id, body FROM notifications WHERE audience = ?1 \
+             AND sequence >= ?2 AND (sequence > ?2 OR id > ?4) ORDER BY sequence LIMIT ?3",
         )
         .map_err(from_sqlite)?;
     let rows = statement
-        .query_map(params![query.audience.code(), after.sequence, query.limit], |row| {
+        .query_map(params![query.audience.code(), after.sequence, query.limit, after.lcc_id], |row| {
             Ok(NotificationItem {
                 position: FeedPosition { sequence: row.get(0)?, lcc_id: row.get(1)? },
                 body: row.get(2)?,

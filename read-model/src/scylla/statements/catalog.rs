@@ -23,10 +23,23 @@ pub enum CatalogStatement {
     InsertNotificationFilter,
     SelectCatalogClock,
     AdvanceCatalogClock,
+    InsertWebhook,
+    SelectWebhooks,
+    UpdateWebhook,
+    DeleteWebhook,
+    InsertWebhookDelivery,
+    SelectWebhookDelivery,
+    DeleteWebhookDelivery,
+    TakeWebhookLease,
+    KeepWebhookLease,
+    SaveWebhookState,
+    InsertWebhookAttempt,
+    SelectWebhookAttempts,
+    DeleteWebhookAttempts,
 }
 
 impl CatalogStatement {
-    pub const ALL: [CatalogStatement; 16] = [
+    pub const ALL: [CatalogStatement; 29] = [
         CatalogStatement::SelectVersions,
         CatalogStatement::InsertVersion,
         CatalogStatement::DeleteVersion,
@@ -43,6 +56,19 @@ impl CatalogStatement {
         CatalogStatement::InsertNotificationFilter,
         CatalogStatement::SelectCatalogClock,
         CatalogStatement::AdvanceCatalogClock,
+        CatalogStatement::InsertWebhook,
+        CatalogStatement::SelectWebhooks,
+        CatalogStatement::UpdateWebhook,
+        CatalogStatement::DeleteWebhook,
+        CatalogStatement::InsertWebhookDelivery,
+        CatalogStatement::SelectWebhookDelivery,
+        CatalogStatement::DeleteWebhookDelivery,
+        CatalogStatement::TakeWebhookLease,
+        CatalogStatement::KeepWebhookLease,
+        CatalogStatement::SaveWebhookState,
+        CatalogStatement::InsertWebhookAttempt,
+        CatalogStatement::SelectWebhookAttempts,
+        CatalogStatement::DeleteWebhookAttempts,
     ];
 
     /// Reads of a whole partition that can grow without bound are read in pages.
@@ -50,7 +76,8 @@ impl CatalogStatement {
         match self {
             CatalogStatement::SelectVersions
             | CatalogStatement::SelectApiKeys
-            | CatalogStatement::SelectNotificationFilters => Access::ReadInPages,
+            | CatalogStatement::SelectNotificationFilters
+            | CatalogStatement::SelectWebhooks => Access::ReadInPages,
             _ => write_or_read(&self.text("k")),
         }
     }
@@ -99,6 +126,49 @@ impl CatalogStatement {
             AdvanceCatalogClock => {
                 format!("INSERT INTO {keyspace}.catalog_clock (singleton, stamp) VALUES (?, ?) USING TIMESTAMP ?")
             }
+            InsertWebhook => format!(
+                "INSERT INTO {keyspace}.webhook_subscriptions (catalog, {WEBHOOK_COLUMNS}) \
+                 VALUES (?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?"
+            ),
+            SelectWebhooks => {
+                format!("SELECT {WEBHOOK_COLUMNS} FROM {keyspace}.webhook_subscriptions WHERE catalog = ?")
+            }
+            UpdateWebhook => format!(
+                "UPDATE {keyspace}.webhook_subscriptions USING TIMESTAMP ? SET enabled = ?, resumed_at_ms = ? \
+                 WHERE catalog = ? AND id = ?"
+            ),
+            DeleteWebhook => {
+                format!("DELETE FROM {keyspace}.webhook_subscriptions USING TIMESTAMP ? WHERE catalog = ? AND id = ?")
+            }
+            // The delivery rows are written by lightweight transactions only,
+            // which take no `USING TIMESTAMP`: mixing them with plain writes
+            // of one row would let a plain write's timestamp undo a transaction.
+            InsertWebhookDelivery => format!(
+                "INSERT INTO {keyspace}.webhook_deliveries (id, state, lease_owner, lease_until_ms) \
+                 VALUES (?, '', '', 0) IF NOT EXISTS"
+            ),
+            SelectWebhookDelivery => format!("SELECT state FROM {keyspace}.webhook_deliveries WHERE id = ?"),
+            DeleteWebhookDelivery => format!("DELETE FROM {keyspace}.webhook_deliveries WHERE id = ? IF EXISTS"),
+            TakeWebhookLease => format!(
+                "UPDATE {keyspace}.webhook_deliveries SET lease_owner = ?, lease_until_ms = ? \
+                 WHERE id = ? IF lease_until_ms < ?"
+            ),
+            KeepWebhookLease => format!(
+                "UPDATE {keyspace}.webhook_deliveries SET lease_until_ms = ? WHERE id = ? IF lease_owner = ?"
+            ),
+            SaveWebhookState => {
+                format!("UPDATE {keyspace}.webhook_deliveries SET state = ? WHERE id = ? IF lease_owner = ?")
+            }
+            InsertWebhookAttempt => format!(
+                "INSERT INTO {keyspace}.webhook_attempts (id, at_ms, attempt_id, record) VALUES (?, ?, ?, ?) \
+                 USING TIMESTAMP ?"
+            ),
+            SelectWebhookAttempts => {
+                format!("SELECT at_ms, record FROM {keyspace}.webhook_attempts WHERE id = ? LIMIT ?")
+            }
+            DeleteWebhookAttempts => {
+                format!("DELETE FROM {keyspace}.webhook_attempts USING TIMESTAMP ? WHERE id = ?")
+            }
         }
     }
 }
@@ -113,5 +183,9 @@ pub const CLOCK_ROW: &str = "clock";
 pub const REVISION_ROW: &str = "schema";
 /// The partition key value of the one partition holding all production keys.
 pub const API_KEYS_PARTITION: &str = "api-keys";
+/// The partition key value of the one partition holding all webhook subscriptions.
+pub const WEBHOOKS_PARTITION: &str = "webhooks";
+/// The columns of a webhook subscription, in the order of [`crate::webhooks::WebhookSubscription`].
+const WEBHOOK_COLUMNS: &str = "id, key_id, endpoint, created_at_ms, enabled, resumed_at_ms";
 /// The columns of a production key, in the order of [`crate::api_keys::ApiKeyRecord`].
 const API_KEY_COLUMNS: &str = "key_hash, key_id, partner, scopes, rate_limit_per_minute, created_at_ms, revoked_at_ms";

@@ -7,7 +7,7 @@
 use super::*;
 use crate::scylla::schema::{CATALOG_CQL, MODEL_CQL, TableShape, render, tables};
 
-const KEYWORDS: [&str; 18] = [
+const KEYWORDS: [&str; 23] = [
     "ORDER",
     "BY",
     "DESC",
@@ -25,6 +25,11 @@ const KEYWORDS: [&str; 18] = [
     "COUNT",
     "WRITETIME",
     "IN",
+    "UPDATE",
+    "SET",
+    "IF",
+    "NOT",
+    "EXISTS",
     "k",
 ];
 
@@ -71,15 +76,19 @@ fn check(text: &str, shapes: &[TableShape]) {
             assert!(restricted_by_equality(text, column) || listed, "{text}: not whole partitions ({column} unbound)");
         }
     }
-    // Retention removes a whole day of notifications at once, by design.
-    let whole_partition = text.starts_with("DELETE FROM k.notifications ");
+    // Retention removes a whole day of notifications at once, and a removed
+    // webhook all its attempts, by design.
+    let whole_partition =
+        text.starts_with("DELETE FROM k.notifications ") || text.starts_with("DELETE FROM k.webhook_attempts ");
     if text.starts_with("DELETE ") && !whole_partition {
         for column in &shape.clustering_key {
             assert!(restricted_by_equality(text, column), "{text}: deletes more than one row");
         }
     }
-    let writes = text.starts_with("INSERT ") || text.starts_with("DELETE ");
-    if writes {
+    // A lightweight transaction takes no timestamp of ours.
+    let conditional = text.contains(" IF ");
+    let writes = text.starts_with("INSERT ") || text.starts_with("DELETE ") || text.starts_with("UPDATE ");
+    if writes && !conditional {
         assert!(text.contains("USING TIMESTAMP ?"), "{text}: a versioned write without its timestamp");
     }
 }

@@ -11,7 +11,7 @@
 mod catalog;
 
 pub use self::catalog::{
-    ACTIVE_ROW, API_KEYS_PARTITION, CLOCK_ROW, CatalogStatement, REVISION_ROW, VERSIONS_PARTITION,
+    ACTIVE_ROW, API_KEYS_PARTITION, CLOCK_ROW, CatalogStatement, REVISION_ROW, VERSIONS_PARTITION, WEBHOOKS_PARTITION,
 };
 use super::schema::{CATALOG_CQL, MODEL_CQL, drop_keyspace, render};
 use crate::documents::DocumentKind;
