@@ -187,14 +187,14 @@ impl WebhookArguments {
         let pinned = crate::webhooks::addresses::PinnedNames::parse(self.webhook_resolve.iter().map(String::as_str))
             .map_err(anyhow::Error::msg)
             .context("failed to read --webhook-resolve")?;
-        Ok(crate::webhooks::addresses::Resolution {
-            pinned,
-            refuse_private: environment == Environment::Production,
-        })
+        Ok(crate::webhooks::addresses::Resolution { pinned, refuse_private: environment == Environment::Production })
     }
 
     /// How this replica delivers.
-    pub fn delivery_settings(&self, environment: Environment) -> anyhow::Result<crate::webhooks::deliverer::DeliverySettings> {
+    pub fn delivery_settings(
+        &self,
+        environment: Environment,
+    ) -> anyhow::Result<crate::webhooks::deliverer::DeliverySettings> {
         let roots = match &self.webhook_ca_file {
             None => None,
             Some(path) => {

@@ -369,8 +369,9 @@ async fn webhooks(command: WebhookCommand, store_arguments: &StoreArguments) -> 
                 bail!("the key {} is revoked", key.key_id);
             }
             let resolution = delivery.resolution(environment)?;
-            let endpoint = query_api::webhooks::check_endpoint(&endpoint, environment == Environment::Production, &resolution)
-                .map_err(anyhow::Error::msg)?;
+            let endpoint =
+                query_api::webhooks::check_endpoint(&endpoint, environment == Environment::Production, &resolution)
+                    .map_err(anyhow::Error::msg)?;
             let subscription = read_model::webhooks::WebhookSubscription {
                 id: query_api::webhooks::new_id().context("failed to read random bytes")?,
                 key_id: key.key_id.clone(),
@@ -460,7 +461,11 @@ async fn serve(arguments: ServeArguments) -> anyhow::Result<()> {
     });
     let deliverer = if arguments.config.webhooks.deliver_webhooks {
         let settings = arguments.config.webhooks.delivery_settings(arguments.config.environment)?;
-        Some(tokio::spawn(query_api::webhooks::deliverer::run(Arc::clone(&app), settings, wait_for_stop(stopped.clone()))))
+        Some(tokio::spawn(query_api::webhooks::deliverer::run(
+            Arc::clone(&app),
+            settings,
+            wait_for_stop(stopped.clone()),
+        )))
     } else {
         None
     };

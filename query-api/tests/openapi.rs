@@ -273,11 +273,32 @@ async fn the_description_is_openapi_3_1_and_covers_every_endpoint_of_the_specifi
         ("get", "/records/{lccId}", None),
         ("get", "/notifications", Some("notifications:read")),
         ("get", "/notifications/stream", Some("notifications:read")),
+        ("get", "/webhooks", Some("notifications:read")),
     ]
     .into_iter()
     .map(|(method, path, scope)| (method.to_owned(), path.to_owned(), scope))
     .collect();
     assert_eq!(described, specified.union(&extensions).cloned().collect());
+
+    // What a webhook subscription is posted, in the `webhooks` section.
+    let schemas = &document["components"]["schemas"];
+    for (name, schema) in [("notifications", "NotificationDelivery"), ("challenge", "WebhookChallenge")] {
+        let post = &document["webhooks"][name]["post"];
+        let reference = &post["requestBody"]["content"]["application/json"]["schema"]["$ref"];
+        assert_eq!(reference, &format!("#/components/schemas/{schema}"), "{name}");
+        assert!(schemas[schema]["properties"].is_object(), "{schema} is described");
+        let headers: Vec<&str> = post["parameters"]
+            .as_array()
+            .expect("headers")
+            .iter()
+            .filter_map(|header| header["name"].as_str())
+            .collect();
+        assert!(headers.starts_with(&["webhook-id", "webhook-timestamp", "webhook-signature"]), "{headers:?}");
+    }
+    assert_eq!(
+        schemas["NotificationDelivery"]["properties"]["notifications"]["items"]["$ref"],
+        "#/components/schemas/NotificationItem"
+    );
 
     for operation in operations(&document) {
         let responses = operation.description["responses"].as_object().expect("responses");

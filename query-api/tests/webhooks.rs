@@ -69,7 +69,19 @@ impl Receiver {
             if condition(&received) {
                 return received;
             }
-            assert!(Instant::now() < deadline, "timed out waiting for {what}; received {:#?}", received.iter().map(|message| (message.stored, message.body["type"].clone(), message.body["gap"].clone(), message.body["notifications"].as_array().map(Vec::len))).collect::<Vec<_>>());
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}; received {:#?}",
+                received
+                    .iter()
+                    .map(|message| (
+                        message.stored,
+                        message.body["type"].clone(),
+                        message.body["gap"].clone(),
+                        message.body["notifications"].as_array().map(Vec::len)
+                    ))
+                    .collect::<Vec<_>>()
+            );
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
@@ -116,8 +128,7 @@ async fn start_receiver(service: &Service, mode: Mode) -> (Receiver, String) {
             key.verifying_key().expect("Ed25519")
         })
         .collect();
-    let receiver =
-        Receiver { mode: Arc::new(Mutex::new(mode)), received: Arc::default(), keys: Arc::new(keys) };
+    let receiver = Receiver { mode: Arc::new(Mutex::new(mode)), received: Arc::default(), keys: Arc::new(keys) };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("listen");
     let address = listener.local_addr().expect("address");
     let router = axum::Router::new().route("/hooks", axum::routing::post(receive)).with_state(receiver.clone());
@@ -243,7 +254,9 @@ async fn a_receiver_down_for_a_day_gets_every_notification_in_order_once_back() 
     assert_eq!(delivered, expected, "every notification, in order, as the pull feed serves it");
     let challenge = &received[0];
     assert_eq!(challenge.body["type"], "webhook.challenge");
-    assert!(received[..7].iter().all(|message| message.id == challenge.id || message.body["type"] == "webhook.challenge"));
+    assert!(
+        received[..7].iter().all(|message| message.id == challenge.id || message.body["type"] == "webhook.challenge")
+    );
     let messages = received.iter().filter(|message| message.body["type"] == "notifications").count();
     assert_eq!(messages, expected.len().div_ceil(40), "one attempt per message of up to 40, none repeated");
     let now = clock.unix_ms() / 1_000;
@@ -314,9 +327,12 @@ async fn of_two_replicas_one_delivers_each_subscription_and_a_stopped_one_is_tak
     let replica = |clock: &Clock| {
         let app = service.with_clock(clock.clone());
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        (stop, tokio::spawn(run(app, settings(), async move {
-            let _ = stopped.await;
-        })))
+        (
+            stop,
+            tokio::spawn(run(app, settings(), async move {
+                let _ = stopped.await;
+            })),
+        )
     };
     let (stop_first, first) = replica(&clock);
     let (stop_second, second) = replica(&clock);
@@ -324,11 +340,16 @@ async fn of_two_replicas_one_delivers_each_subscription_and_a_stopped_one_is_tak
     for (subscription, _) in &subscriptions {
         let received = receiver
             .wait_for(subscription, |received| {
-                let mine: Vec<Received> = received.iter().filter(|message| message.body["subscription"] == subscription.as_str()).cloned().collect();
+                let mine: Vec<Received> = received
+                    .iter()
+                    .filter(|message| message.body["subscription"] == subscription.as_str())
+                    .cloned()
+                    .collect();
                 stored_in_order(&mine, subscription).len() >= expected.len()
             })
             .await;
-        let mine: Vec<Received> = received.into_iter().filter(|message| message.body["subscription"] == subscription.as_str()).collect();
+        let mine: Vec<Received> =
+            received.into_iter().filter(|message| message.body["subscription"] == subscription.as_str()).collect();
         assert_eq!(stored_in_order(&mine, subscription), expected);
         let ids: Vec<&String> = mine.iter().map(|message| &message.id).collect();
         let distinct: HashSet<&&String> = ids.iter().collect();
@@ -344,7 +365,9 @@ async fn of_two_replicas_one_delivers_each_subscription_and_a_stopped_one_is_tak
     for (subscription, _) in &subscriptions {
         receiver
             .wait_for("a gap", |received| {
-                received[before..].iter().any(|message| message.body["subscription"] == subscription.as_str() && message.body["gap"].is_object())
+                received[before..].iter().any(|message| {
+                    message.body["subscription"] == subscription.as_str() && message.body["gap"].is_object()
+                })
             })
             .await;
     }

@@ -33,7 +33,6 @@ pub mod stored_bodies;
 pub mod webhooks;
 
 pub use api_keys::{ApiKeyRecord, ApiKeys};
-pub use webhooks::Webhooks;
 pub use documents::DocumentKind;
 pub use identifiers::Audience;
 pub use read_set::{CheckMoment, CommitMark, ReadInput, ReadSet};
@@ -45,3 +44,4 @@ pub use store::{
     PartyReferenceWrite, PartyReferrer, ProjectionWrites, ProvenanceRow, Store, StoreError, StoredAggregate,
     WriteBatch, WriteVersion, active_or_first_version,
 };
+pub use webhooks::Webhooks;

@@ -14,7 +14,6 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use crate::api_keys::ApiKeys;
-use crate::webhooks::Webhooks;
 use crate::change_feed::{ChangeFeedBounds, ChangeItem, ChangeQuery, ChangesRead};
 use crate::documents::DocumentKind;
 use crate::identifiers::Audience;
@@ -24,6 +23,7 @@ pub use crate::records::{
     AggregateKey, Body, BulkPage, Checkpoint, IdentifierKind, ModelVersion, ModelVersionInfo, PartyReferrer,
     StoreError, StoredAggregate, WriteVersion,
 };
+use crate::webhooks::Webhooks;
 
 /// An upsert (`Some`) or deletion (`None`) of one single-key document.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -14,7 +14,6 @@ use std::sync::Arc;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use read_model::{Audience, DocumentReads};
 use read_model::ModelVersion;
 use read_model::calendar::Timestamp;
 use read_model::change_feed::{ChangeFeedGone, FeedPosition, millisecond_of_sequence};
@@ -22,6 +21,7 @@ use read_model::notifications::{
     Answer, AnswerTags, Notification, NotificationCursor, NotificationItem as StoredItem, NotificationQuery,
     NotificationsRead, Subject,
 };
+use read_model::{Audience, DocumentReads};
 use serde::Serialize;
 use utoipa::ToSchema;
 

@@ -176,13 +176,17 @@ pub fn complete(paths: utoipa::openapi::OpenApi, settings: &Settings) -> utoipa:
 /// The document's `webhooks` section (OpenAPI 3.1): what the service posts
 /// to a subscription's endpoint. The typed document has no member for it.
 fn webhooks() -> serde_json::Value {
-    let header = |name: &str, description: &str| {
-        serde_json::json!({"name": name, "in": "header", "required": true, "description": description, "schema": {"type": "string"}})
-    };
+    let header = |name: &str, description: &str| serde_json::json!({"name": name, "in": "header", "required": true, "description": description, "schema": {"type": "string"}});
     let headers = serde_json::json!([
         header("webhook-id", "The message's id: the same on every attempt of one message; deduplicate by it."),
-        header("webhook-timestamp", "Seconds since the epoch, of this attempt; refuse one more than five minutes from your clock."),
-        header("webhook-signature", "`v1a,` and the standard base64 of the Ed25519 signature of `{webhook-id}.{webhook-timestamp}.{body}` by a production key of `/keys` (space-separated when there are several)."),
+        header(
+            "webhook-timestamp",
+            "Seconds since the epoch, of this attempt; refuse one more than five minutes from your clock."
+        ),
+        header(
+            "webhook-signature",
+            "`v1a,` and the standard base64 of the Ed25519 signature of `{webhook-id}.{webhook-timestamp}.{body}` by a production key of `/keys` (space-separated when there are several)."
+        ),
         header("webhook-key-id", "The id of the key that signed; a hint only: verify with the keys of `/keys`."),
     ]);
     let post = |summary: &str, description: &str, schema: &str, answer: serde_json::Value| {

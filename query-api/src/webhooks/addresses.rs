@@ -73,8 +73,7 @@ impl PinnedNames {
     pub fn parse<'a>(pins: impl IntoIterator<Item = &'a str>) -> Result<PinnedNames, String> {
         let mut names = HashMap::new();
         for pin in pins {
-            let (host, address) =
-                pin.split_once('=').ok_or_else(|| format!("{pin:?}: a pin is HOST=ADDRESS"))?;
+            let (host, address) = pin.split_once('=').ok_or_else(|| format!("{pin:?}: a pin is HOST=ADDRESS"))?;
             let address: IpAddr =
                 address.trim().parse().map_err(|_| format!("{pin:?}: {address:?} is not an IP address"))?;
             names.insert(host.trim().to_ascii_lowercase(), address);
@@ -131,7 +130,8 @@ pub(super) struct CheckedResolver(pub(super) Arc<Resolution>);
 impl Resolver for CheckedResolver {
     fn resolve(&self, uri: &Uri, config: &Config, timeout: NextTimeout) -> Result<ResolvedSocketAddrs, ureq::Error> {
         let host = uri.host().unwrap_or_default();
-        let refused = |message: String| ureq::Error::Io(std::io::Error::new(std::io::ErrorKind::PermissionDenied, message));
+        let refused =
+            |message: String| ureq::Error::Io(std::io::Error::new(std::io::ErrorKind::PermissionDenied, message));
         let pinned_or_literal = self.0.pinned.0.contains_key(&host.to_ascii_lowercase())
             || host.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>().is_ok();
         let addresses = if pinned_or_literal {

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use read_model::Audience;
-use read_model::change_feed::FeedPosition;
+use read_model::change_feed::{FeedPosition, sequence_of_millisecond};
 use read_model::notifications::NotificationCursor;
 use read_model::webhooks::{WebhookAttempt, WebhookSubscription};
 use tokio::sync::watch;
@@ -241,10 +241,13 @@ async fn step(context: &Context, bound: &Bound, state: &mut DeliveryState) -> an
         return challenge(context, subscription, state).await;
     }
     let Some(cursor) = state.cursor.clone() else {
-        // The feed's position when the subscription was added: it is sent
-        // what changed since, not the feed's whole retained history.
+        // Just before the millisecond the subscription was added: it is sent
+        // what changed since, not the feed's whole retained history. A
+        // position is a sequence, or a sequence and an id, so one below the
+        // millisecond's first sequence is before all of it on either backend.
         let page = read_for_key(context.app.store.as_ref(), Audience::Production, None, None, 1).await?;
-        let position = FeedPosition::before_millisecond(subscription.created_at_ms);
+        let sequence = sequence_of_millisecond(subscription.created_at_ms) - 1;
+        let position = FeedPosition { sequence, lcc_id: String::new() };
         let start = NotificationCursor { model_version: page.model_version, audience: Audience::Production, position };
         state.cursor = Some(start.encode());
         return Ok(save(context, id, state).await?.unwrap_or(Step::Again));
@@ -287,7 +290,11 @@ async fn step(context: &Context, bound: &Bound, state: &mut DeliveryState) -> an
 }
 
 /// The challenge: the endpoint must echo a random value.
-async fn challenge(context: &Context, subscription: &WebhookSubscription, state: &mut DeliveryState) -> anyhow::Result<Step> {
+async fn challenge(
+    context: &Context,
+    subscription: &WebhookSubscription,
+    state: &mut DeliveryState,
+) -> anyhow::Result<Step> {
     let value = hex(&random_bytes::<16>()?);
     let message = WebhookChallenge {
         kind: "webhook.challenge".into(),
@@ -346,7 +353,8 @@ async fn next_message(
     state: &mut DeliveryState,
 ) -> anyhow::Result<Result<(NotificationDelivery, PendingMessage), Step>> {
     let id = bound.subscription.id.as_str();
-    let after = NotificationCursor::decode(cursor).map_err(|_| anyhow::anyhow!("the stored cursor {cursor} is not one"))?;
+    let after =
+        NotificationCursor::decode(cursor).map_err(|_| anyhow::anyhow!("the stored cursor {cursor} is not one"))?;
     let read = read_for_key(
         context.app.store.as_ref(),
         Audience::Production,
@@ -359,14 +367,24 @@ async fn next_message(
         Ok(page) => page,
         Err(ApiError::NotificationsGone { reason, resume_from }) => {
             let gap = DeliveryGap { reason };
-            let pending = PendingMessage { message_id: message_id(id, cursor, &resume_from), count: 0, next: resume_from, gap: Some(gap) };
+            let pending = PendingMessage {
+                message_id: message_id(id, cursor, &resume_from),
+                count: 0,
+                next: resume_from,
+                gap: Some(gap),
+            };
             return Ok(Ok((delivery(id, cursor, Vec::new(), &pending), pending)));
         }
         Err(error) => return Err(anyhow::anyhow!("cannot read the notifications: {error}")),
     };
     let Some(last) = page.items.last() else {
         // None the key admits: move past what was read, so it is not read again.
-        let reached = NotificationCursor { model_version: page.model_version, audience: Audience::Production, position: page.next }.encode();
+        let reached = NotificationCursor {
+            model_version: page.model_version,
+            audience: Audience::Production,
+            position: page.next,
+        }
+        .encode();
         if reached != cursor {
             state.cursor = Some(reached);
             if let Some(lost) = save(context, id, state).await? {
@@ -393,7 +411,8 @@ async fn message_of(
     if pending.gap.is_some() {
         return Ok(Some(delivery(id, cursor, Vec::new(), pending)));
     }
-    let after = NotificationCursor::decode(cursor).map_err(|_| anyhow::anyhow!("the stored cursor {cursor} is not one"))?;
+    let after =
+        NotificationCursor::decode(cursor).map_err(|_| anyhow::anyhow!("the stored cursor {cursor} is not one"))?;
     let read = read_for_key(
         context.app.store.as_ref(),
         Audience::Production,
@@ -411,7 +430,12 @@ async fn message_of(
     }
 }
 
-fn delivery(id: &str, cursor: &str, notifications: Vec<crate::routes::notifications::NotificationItem>, pending: &PendingMessage) -> NotificationDelivery {
+fn delivery(
+    id: &str,
+    cursor: &str,
+    notifications: Vec<crate::routes::notifications::NotificationItem>,
+    pending: &PendingMessage,
+) -> NotificationDelivery {
     NotificationDelivery {
         kind: "notifications".into(),
         subscription: id.to_owned(),
@@ -429,7 +453,13 @@ fn message_id(id: &str, previous: &str, next: &str) -> String {
 }
 
 /// Signs and posts one attempt, on the blocking pool.
-async fn post(context: &Context, endpoint: &str, message_id: &str, body: Vec<u8>, read_body: bool) -> anyhow::Result<Answer> {
+async fn post(
+    context: &Context,
+    endpoint: &str,
+    message_id: &str,
+    body: Vec<u8>,
+    read_body: bool,
+) -> anyhow::Result<Answer> {
     let timestamp = context.app.clock.unix_ms().div_euclid(1_000);
     let headers = sign(&context.app.signer, message_id, timestamp, &body)?;
     let sender = context.sender.clone();
@@ -438,7 +468,15 @@ async fn post(context: &Context, endpoint: &str, message_id: &str, body: Vec<u8>
 }
 
 /// Records an attempt; a failure to record is logged, and delivery goes on.
-async fn record(context: &Context, id: &str, kind: &str, message_id: &str, attempt: u32, notifications: usize, answer: &Answer) {
+async fn record(
+    context: &Context,
+    id: &str,
+    kind: &str,
+    message_id: &str,
+    attempt: u32,
+    notifications: usize,
+    answer: &Answer,
+) {
     let record = AttemptRecord {
         kind: kind.to_owned(),
         message_id: message_id.to_owned(),
@@ -448,7 +486,10 @@ async fn record(context: &Context, id: &str, kind: &str, message_id: &str, attem
         error: answer.error.clone(),
         duration_ms: u64::try_from(answer.duration.as_millis()).unwrap_or(u64::MAX),
     };
-    let attempt = WebhookAttempt { at_ms: context.app.clock.unix_ms(), record: serde_json::to_string(&record).unwrap_or_default() };
+    let attempt = WebhookAttempt {
+        at_ms: context.app.clock.unix_ms(),
+        record: serde_json::to_string(&record).unwrap_or_default(),
+    };
     if let Err(error) = context.app.webhooks.record_webhook_attempt(id, &attempt).await {
         tracing::warn!(webhook = id, %error, "cannot record a delivery attempt");
     }

@@ -46,7 +46,10 @@ pub async fn webhooks_have_one_deliverer_which_alone_saves_their_state(store: &d
     assert!(!store.claim_webhook("wh_first", "replica-a", 60_000, 90_000).await.expect("claim"), "still b's");
     store.release_webhook("wh_first", "replica-b").await.expect("release");
     assert!(store.claim_webhook("wh_first", "replica-a", 60_000, 90_000).await.expect("claim"), "released");
-    assert_eq!(store.webhook("wh_first").await.expect("read").map(|record| record.state), Some("{\"cursor\":3}".into()));
+    assert_eq!(
+        store.webhook("wh_first").await.expect("read").map(|record| record.state),
+        Some("{\"cursor\":3}".into())
+    );
 
     // The operator pauses and resumes; the delivery state stays.
     assert!(store.set_webhook_enabled("wh_first", false, 2_000).await.expect("pause"));

@@ -16,7 +16,9 @@ use crate::webhooks::{WebhookAttempt, WebhookRecord, WebhookSubscription, Webhoo
 /// racing a removal left behind, and is no subscription.
 type SubscriptionRow = (String, Option<String>, Option<String>, Option<i64>, Option<bool>, Option<i64>);
 
-fn subscription((id, key_id, endpoint, created_at_ms, enabled, resumed_at_ms): SubscriptionRow) -> Option<WebhookSubscription> {
+fn subscription(
+    (id, key_id, endpoint, created_at_ms, enabled, resumed_at_ms): SubscriptionRow,
+) -> Option<WebhookSubscription> {
     Some(WebhookSubscription {
         id,
         key_id: key_id?,
@@ -46,13 +48,16 @@ impl ScyllaStore {
 
     async fn with_state(&self, subscription: WebhookSubscription) -> Result<WebhookRecord, StoreError> {
         let statement = self.catalog().await?.get(CatalogStatement::SelectWebhookDelivery)?;
-        let rows: Vec<(Option<String>,)> =
-            select(&self.inner.session, statement, (subscription.id.as_str(),)).await?;
+        let rows: Vec<(Option<String>,)> = select(&self.inner.session, statement, (subscription.id.as_str(),)).await?;
         let state = rows.into_iter().next().and_then(|(state,)| state).unwrap_or_default();
         Ok(WebhookRecord { subscription, state })
     }
 
-    async fn conditional(&self, statement: CatalogStatement, values: impl scylla::serialize::row::SerializeRow) -> Result<bool, StoreError> {
+    async fn conditional(
+        &self,
+        statement: CatalogStatement,
+        values: impl scylla::serialize::row::SerializeRow,
+    ) -> Result<bool, StoreError> {
         let statement = self.catalog().await?.get(statement)?;
         applied(&select::<Row>(&self.inner.session, statement, values).await?)
     }

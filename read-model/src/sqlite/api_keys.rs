@@ -41,7 +41,10 @@ impl ApiKeyFile {
     }
 
     /// Runs `work` on the connection, opening it (and creating the table) first when needed.
-    pub(super) fn with_connection<T>(&self, work: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T, StoreError> {
+    pub(super) fn with_connection<T>(
+        &self,
+        work: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+    ) -> Result<T, StoreError> {
         let mut slot = self.connection.lock().unwrap_or_else(PoisonError::into_inner);
         if slot.is_none() {
             let connection = Connection::open(&self.path).map_err(from_sqlite)?;

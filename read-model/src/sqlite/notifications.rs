@@ -98,19 +98,21 @@ pub(super) fn read(
         Some((cursor_version, _)) if *cursor_version != version => {
             return Ok(gone(ChangeFeedGone::OtherModelVersion { active: version }));
         }
-        Some((_, position)) if position.sequence < horizon || position.sequence > end => {
+        // A position past the end reads nothing until the feed passes it,
+        // as on the cluster.
+        Some((_, position)) if position.sequence < horizon => {
             return Ok(gone(ChangeFeedGone::Purged));
         }
         Some((_, position)) => position.clone(),
     };
     let mut statement = connection
         .prepare_cached(
-            "SELECT sequence, id, body FROM notifications WHERE audience = ?1 \
-             AND sequence >= ?2 AND (sequence > ?2 OR id > ?4) ORDER BY sequence LIMIT ?3",
+            "SELECT sequence, id, body FROM notifications WHERE audience = ?1 AND sequence > ?2 \
+             ORDER BY sequence LIMIT ?3",
         )
         .map_err(from_sqlite)?;
     let rows = statement
-        .query_map(params![query.audience.code(), after.sequence, query.limit, after.lcc_id], |row| {
+        .query_map(params![query.audience.code(), after.sequence, query.limit], |row| {
             Ok(NotificationItem {
                 position: FeedPosition { sequence: row.get(0)?, lcc_id: row.get(1)? },
                 body: row.get(2)?,

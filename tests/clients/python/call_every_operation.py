@@ -30,7 +30,7 @@ from generated_client.api.description import get_open_api_description  # noqa: E
 from generated_client.api.keys import get_signing_keys  # noqa: E402
 from generated_client.api.licenses import get_license_status  # noqa: E402
 from generated_client.api.metadata import get_metadata, get_provenance  # noqa: E402
-from generated_client.api.notifications import list_notifications  # noqa: E402
+from generated_client.api.notifications import list_notifications, list_webhooks  # noqa: E402
 from generated_client.api.oai_pmh import oai_pmh, oai_pmh_post  # noqa: E402
 from generated_client.api.public_record import get_public_record  # noqa: E402
 from generated_client.api.rights import (  # noqa: E402
@@ -146,6 +146,9 @@ with client.get_httpx_client().stream("GET", "/notifications/stream") as streame
             break
 assert f"id: {notifications.items[0].cursor}\n" in events, events[:300]
 called.append("streamNotifications")
+
+webhooks = answer("listWebhooks", list_webhooks.sync_detailed(client=client), models.WebhookList)
+assert webhooks.webhooks == [], "a sandbox key has no webhook subscriptions"
 
 snapshots = answer("listSnapshots", list_snapshots.sync_detailed(client=client), models.SnapshotList)
 snapshot_id = snapshots.snapshots[0].snapshot_id

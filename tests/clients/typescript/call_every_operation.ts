@@ -151,6 +151,9 @@ while (!/event: notification\n[^\n]*\n[^\n]*\n\n/.test(events)) {
 await reader.cancel();
 check(events.includes(`id: ${notifications.items[0].cursor}\n`), "the stream starts with the feed's first item");
 
+const webhooks = answer("listWebhooks", await client.GET("/webhooks"));
+check(webhooks.webhooks.length === 0, "a sandbox key has no webhook subscriptions");
+
 const snapshots = answer("listSnapshots", await client.GET("/bulk/snapshots"));
 const snapshotId = snapshots.snapshots[0].snapshotId;
 const manifest = answer(

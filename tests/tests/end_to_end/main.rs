@@ -39,3 +39,4 @@ mod service;
 mod signed_evidence;
 mod stalled_connections;
 mod stop_while_waiting;
+mod webhooks;

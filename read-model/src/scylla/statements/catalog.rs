@@ -153,9 +153,9 @@ impl CatalogStatement {
                 "UPDATE {keyspace}.webhook_deliveries SET lease_owner = ?, lease_until_ms = ? \
                  WHERE id = ? IF lease_until_ms < ?"
             ),
-            KeepWebhookLease => format!(
-                "UPDATE {keyspace}.webhook_deliveries SET lease_until_ms = ? WHERE id = ? IF lease_owner = ?"
-            ),
+            KeepWebhookLease => {
+                format!("UPDATE {keyspace}.webhook_deliveries SET lease_until_ms = ? WHERE id = ? IF lease_owner = ?")
+            }
             SaveWebhookState => {
                 format!("UPDATE {keyspace}.webhook_deliveries SET state = ? WHERE id = ? IF lease_owner = ?")
             }
