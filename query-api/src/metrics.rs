@@ -29,6 +29,8 @@ pub struct Metrics {
     document_cache: DocumentCacheMetrics,
     connections_open: IntGauge,
     connections_refused: IntCounterVec,
+    webhook_attempts: IntCounterVec,
+    webhook_notifications: IntCounter,
 }
 
 /// The series of one route's `200` answers, found on the first and kept
@@ -99,6 +101,17 @@ impl Metrics {
             ),
             &["reason"],
         )?;
+        let webhook_attempts = IntCounterVec::new(
+            Opts::new(
+                "lcc_webhook_attempts_total",
+                "Webhook attempts this replica made, by kind (challenge, notifications) and outcome (acknowledged, failed).",
+            ),
+            &["kind", "outcome"],
+        )?;
+        let webhook_notifications = IntCounter::new(
+            "lcc_webhook_notifications_delivered_total",
+            "Notifications this replica delivered in acknowledged webhook messages.",
+        )?;
         let build_info =
             IntGaugeVec::new(Opts::new("lcc_build_info", "Always 1; labels name the running build."), &["version"])?;
         build_info.with_label_values(&[env!("CARGO_PKG_VERSION")]).set(1);
@@ -113,6 +126,8 @@ impl Metrics {
         registry.register(Box::new(document_cache.bytes.clone()))?;
         registry.register(Box::new(connections_open.clone()))?;
         registry.register(Box::new(connections_refused.clone()))?;
+        registry.register(Box::new(webhook_attempts.clone()))?;
+        registry.register(Box::new(webhook_notifications.clone()))?;
         registry.register(Box::new(build_info))?;
         Ok(Metrics {
             registry,
@@ -125,6 +140,8 @@ impl Metrics {
             document_cache,
             connections_open,
             connections_refused,
+            webhook_attempts,
+            webhook_notifications,
         })
     }
 
@@ -137,6 +154,15 @@ impl Metrics {
     }
 
     /// A connection closed at once; `reason` is `total` or `per_address`.
+    /// One webhook attempt of `kind`, and the notifications it delivered when acknowledged.
+    pub fn record_webhook_attempt(&self, kind: &str, acknowledged: bool, notifications: usize) {
+        let outcome = if acknowledged { "acknowledged" } else { "failed" };
+        self.webhook_attempts.with_label_values(&[kind, outcome]).inc();
+        if acknowledged {
+            self.webhook_notifications.inc_by(notifications as u64);
+        }
+    }
+
     pub fn connection_refused(&self, reason: &str) {
         self.connections_refused.with_label_values(&[reason]).inc();
     }

@@ -262,6 +262,11 @@ async fn a_receiver_down_for_a_day_gets_every_notification_in_order_once_back() 
     let now = clock.unix_ms() / 1_000;
     assert!(received.iter().all(|message| message.timestamp <= now), "stamped with the deliverer's clock");
 
+    let metrics = app.metrics.render();
+    assert!(metrics.contains("lcc_webhook_attempts_total{kind=\"challenge\",outcome=\"failed\"} 7"), "{metrics}");
+    let delivered_total = format!("lcc_webhook_notifications_delivered_total {}", expected.len());
+    assert!(metrics.contains(&delivered_total), "{metrics}");
+
     // What the partner reads of it.
     let (status, listed, _) = service.get("/webhooks", Some(&key)).await;
     assert_eq!(status, StatusCode::OK, "{listed}");

@@ -190,6 +190,10 @@ async fn deliver(
             Ok(step) => step,
             Err(error) => {
                 tracing::warn!(webhook = id, %error, "a delivery step failed; trying again");
+                // What was changed in memory may not have been saved: go on from what was.
+                if let Ok(Some(record)) = webhooks.webhook(&id).await {
+                    state = DeliveryState::parse(&id, &record.state);
+                }
                 Step::Wait
             }
         };
@@ -467,7 +471,8 @@ async fn post(
     Ok(tokio::task::spawn_blocking(move || sender.post(&endpoint, &headers, body, read_body)).await?)
 }
 
-/// Records an attempt; a failure to record is logged, and delivery goes on.
+/// Records an attempt, in the store and the metrics; a failure to record
+/// is logged, and delivery goes on.
 async fn record(
     context: &Context,
     id: &str,
@@ -477,6 +482,8 @@ async fn record(
     notifications: usize,
     answer: &Answer,
 ) {
+    let acknowledged = answer.error.is_none() && answer.status.is_some_and(|status| (200..300).contains(&status));
+    context.app.metrics.record_webhook_attempt(kind, acknowledged, notifications);
     let record = AttemptRecord {
         kind: kind.to_owned(),
         message_id: message_id.to_owned(),
