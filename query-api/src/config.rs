@@ -194,7 +194,7 @@ impl WebhookArguments {
     pub fn delivery_settings(
         &self,
         environment: Environment,
-    ) -> anyhow::Result<crate::webhooks::deliverer::DeliverySettings> {
+    ) -> anyhow::Result<crate::webhooks::settings::DeliverySettings> {
         let roots = match &self.webhook_ca_file {
             None => None,
             Some(path) => {
@@ -213,7 +213,7 @@ impl WebhookArguments {
                 Some(certificates)
             }
         };
-        Ok(crate::webhooks::deliverer::DeliverySettings {
+        Ok(crate::webhooks::settings::DeliverySettings {
             poll: Duration::from_millis(self.webhook_poll_milliseconds),
             lease: Duration::from_secs(self.webhook_lease_seconds),
             batch: self.webhook_batch,

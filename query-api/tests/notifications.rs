@@ -11,25 +11,6 @@ use query_api::keys::Scope;
 use serde_json::Value;
 use support::Service;
 
-/// Every notification of the key's audience, oldest first.
-async fn every_notification(service: &Service, key: &str) -> Vec<Value> {
-    let mut items = Vec::new();
-    let mut since = String::new();
-    loop {
-        let (status, page, _) = service.get(&format!("/notifications?limit=7{since}"), Some(key)).await;
-        assert_eq!(status, StatusCode::OK, "{page}");
-        let batch = page["items"].as_array().expect("items").clone();
-        let next = page["next"].as_str().expect("next").to_owned();
-        assert!(next.starts_with("n1."), "{next}");
-        items.extend(batch.iter().cloned());
-        if page["caughtUp"] == true {
-            assert!(batch.len() < 7);
-            return items;
-        }
-        since = format!("&since={next}");
-    }
-}
-
 fn tag_of(response: &axum::response::Response) -> String {
     response.headers()[header::ETAG].to_str().expect("tag").to_owned()
 }
@@ -38,7 +19,7 @@ fn tag_of(response: &axum::response::Response) -> String {
 async fn each_subjects_newest_notification_names_the_tags_its_answers_are_served_with() {
     let service = Service::start().await;
     let key = service.sandbox_key();
-    let items = every_notification(&service, &key).await;
+    let items = service.every_notification(&key, 7).await;
     let mut newest: BTreeMap<String, Value> = BTreeMap::new();
     for item in &items {
         let id = item["id"].as_str().expect("id").to_owned();
@@ -109,7 +90,7 @@ async fn audiences_stay_apart_and_cursors_are_checked() {
 async fn a_key_limited_by_the_operator_reads_the_notifications_of_its_works_or_parties_only() {
     use query_api::keys::notification_filter::NotificationFilter;
     let service = Service::start().await;
-    let everything = every_notification(&service, &service.full_key).await;
+    let everything = service.every_notification(&service.full_key, 7).await;
     let issue = async |filter: &str| {
         let filter = NotificationFilter::parse(filter).expect("a filter");
         let scopes = [Scope::NotificationsRead].into_iter().collect();
@@ -130,7 +111,7 @@ async fn a_key_limited_by_the_operator_reads_the_notifications_of_its_works_or_p
         .cloned()
         .collect();
     assert!(!expected.is_empty());
-    assert_eq!(ids(&every_notification(&service, &works_key).await), ids(&expected));
+    assert_eq!(ids(&service.every_notification(&works_key, 7).await), ids(&expected));
 
     let ipi = everything
         .iter()
@@ -144,5 +125,5 @@ async fn a_key_limited_by_the_operator_reads_the_notifications_of_its_works_or_p
         .cloned()
         .collect();
     assert!(expected.len() < everything.len(), "the party is not named everywhere");
-    assert_eq!(ids(&every_notification(&service, &parties_key).await), ids(&expected));
+    assert_eq!(ids(&service.every_notification(&parties_key, 7).await), ids(&expected));
 }

@@ -19,9 +19,10 @@ use axum::response::{IntoResponse, Response};
 use ed25519_dalek::{Signature, Verifier, VerifyingKey};
 use query_api::keys::Scope;
 use query_api::webhooks::addresses::{PinnedNames, Resolution};
-use query_api::webhooks::deliverer::{DeliverySettings, run};
+use query_api::webhooks::deliverer::run;
 use query_api::webhooks::schedule::RETRY_DELAYS;
 use query_api::webhooks::sending::SenderSettings;
+use query_api::webhooks::settings::DeliverySettings;
 use read_model::clock::Clock;
 use read_model::webhooks::WebhookSubscription;
 use read_model::{Webhooks, base64url};
@@ -155,7 +156,7 @@ fn settings() -> DeliverySettings {
 async fn subscribe(service: &Service, id: &str, endpoint: &str) -> (String, String) {
     let key = service.issue_key(&[Scope::NotificationsRead], 100_000).await;
     let key_id = service.app.production_keys.list().await.expect("keys").last().expect("a key").key_id.clone();
-    let oldest = pulled(service, &key).await[0]["recordedAt"].as_str().expect("recordedAt").to_owned();
+    let oldest = service.every_notification(&key, 1000).await[0]["recordedAt"].as_str().expect("recordedAt").to_owned();
     let created_at_ms = read_model::calendar::Timestamp::parse(&oldest).expect("an instant").0;
     let subscription = WebhookSubscription {
         id: id.into(),
@@ -167,21 +168,6 @@ async fn subscribe(service: &Service, id: &str, endpoint: &str) -> (String, Stri
     };
     service.store.insert_webhook(&subscription).await.expect("subscribe");
     (id.to_owned(), key)
-}
-
-/// Every production notification, oldest first, as the pull feed serves it.
-async fn pulled(service: &Service, key: &str) -> Vec<Value> {
-    let mut items = Vec::new();
-    let mut since = String::new();
-    loop {
-        let (status, page, _) = service.get(&format!("/notifications?limit=1000{since}"), Some(key)).await;
-        assert_eq!(status, StatusCode::OK, "{page}");
-        items.extend(page["items"].as_array().expect("items").iter().cloned());
-        if page["caughtUp"] == true {
-            return items;
-        }
-        since = format!("&since={}", page["next"].as_str().expect("next"));
-    }
 }
 
 /// What the receiver stored, in order, each message once: checks that each
@@ -245,7 +231,7 @@ async fn a_receiver_down_for_a_day_gets_every_notification_in_order_once_back() 
     }
     assert_eq!(attempts, 7, "seven attempts in the day the receiver was down");
 
-    let expected = pulled(&service, &key).await;
+    let expected = service.every_notification(&key, 1000).await;
     assert!(expected.len() > 300, "the feed holds {} notifications", expected.len());
     let received = receiver
         .wait_for("every notification", |received| stored_in_order(received, &subscription).len() >= expected.len())
@@ -262,6 +248,9 @@ async fn a_receiver_down_for_a_day_gets_every_notification_in_order_once_back() 
     let now = clock.unix_ms() / 1_000;
     assert!(received.iter().all(|message| message.timestamp <= now), "stamped with the deliverer's clock");
 
+    // Once stopped, the deliverer has recorded and saved the last acknowledgement.
+    let _ = stop.send(());
+    deliverer.await.expect("the deliverer stops");
     let metrics = app.metrics.render();
     assert!(metrics.contains("lcc_webhook_attempts_total{kind=\"challenge\",outcome=\"failed\"} 7"), "{metrics}");
     let delivered_total = format!("lcc_webhook_notifications_delivered_total {}", expected.len());
@@ -279,9 +268,6 @@ async fn a_receiver_down_for_a_day_gets_every_notification_in_order_once_back() 
     assert!(view["attempts"].as_array().expect("attempts").len() <= 10);
     let (_, others, _) = service.get("/webhooks", Some(&service.full_key)).await;
     assert_eq!(others["webhooks"], serde_json::json!([]), "another key sees none of it");
-
-    let _ = stop.send(());
-    deliverer.await.expect("the deliverer stops");
 }
 
 #[tokio::test]
@@ -298,16 +284,25 @@ async fn a_410_pauses_until_the_operator_resumes_and_nothing_is_lost() {
     receiver.wait_for("two messages stored", |received| stored_in_order(received, &subscription).len() >= 80).await;
     receiver.set(Mode::Down(410));
     let gone = receiver.wait_for("a 410", |received| received.iter().any(|message| !message.stored)).await.len();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let listed = loop {
+        let (_, listed, _) = service.get("/webhooks", Some(&key)).await;
+        if listed["webhooks"][0]["status"] == "paused" {
+            break listed;
+        }
+        assert!(Instant::now() < deadline, "not paused: {listed}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    assert_eq!(listed["webhooks"][0]["pausedReason"], "the endpoint answered 410 Gone");
+    // A day later still nothing: the deliverer looks every 20 ms, so ten
+    // looks pass in this wait, and none may post.
     clock.advance(Duration::from_secs(86_400));
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(receiver.received().len(), gone, "a paused subscription is not retried");
-    let (_, listed, _) = service.get("/webhooks", Some(&key)).await;
-    assert_eq!(listed["webhooks"][0]["status"], "paused", "{listed}");
-    assert_eq!(listed["webhooks"][0]["pausedReason"], "the endpoint answered 410 Gone");
 
     receiver.set(Mode::Up);
     assert!(service.store.set_webhook_enabled(&subscription, true, clock.unix_ms()).await.expect("resume"));
-    let expected = pulled(&service, &key).await;
+    let expected = service.every_notification(&key, 1000).await;
     let received = receiver
         .wait_for("every notification", |received| stored_in_order(received, &subscription).len() >= expected.len())
         .await;
@@ -341,7 +336,7 @@ async fn of_two_replicas_one_delivers_each_subscription_and_a_stopped_one_is_tak
     };
     let (stop_first, first) = replica(&clock);
     let (stop_second, second) = replica(&clock);
-    let expected = pulled(&service, &subscriptions[0].1).await;
+    let expected = service.every_notification(&subscriptions[0].1, 1000).await;
     for (subscription, _) in &subscriptions {
         let received = receiver
             .wait_for(subscription, |received| {

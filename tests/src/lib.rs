@@ -19,8 +19,8 @@ pub mod stores;
 
 pub use self::engines::KillOnDrop;
 pub use self::service::{
-    ALL_SCOPES, RunningService, committed_events, events_committed, issue_production_key, issue_production_key_with_id,
-    metric, register_sandbox_key, revoke_production_key, wait_until_the_feed_settles,
+    ALL_SCOPES, RunningService, committed_events, events_committed, every_notification, issue_production_key,
+    issue_production_key_with_id, metric, register_sandbox_key, revoke_production_key, wait_until_the_feed_settles,
 };
 pub use self::stores::{CqlStore, TestStore};
 

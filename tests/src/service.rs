@@ -121,6 +121,24 @@ impl Drop for RunningService {
 pub const ALL_SCOPES: [&str; 6] =
     ["rights:read", "rights:verify", "licenses:read", "metadata:read", "bulk:read", "evidence:read"];
 
+/// Every notification of the key's audience, oldest first, from the pull
+/// feed at `address` (a replica or a balancer).
+pub fn every_notification(address: &str, key: &str) -> Vec<serde_json::Value> {
+    let mut items = Vec::new();
+    let mut since = String::new();
+    loop {
+        let path = format!("{BASE_PATH}/notifications?limit=1000{since}");
+        let (status, _, body) = http(address, "GET", &path, &[("x-api-key", key)], "");
+        assert_eq!(status, 200, "{body}");
+        let page: serde_json::Value = serde_json::from_str(&body).expect("a page");
+        items.extend(page["items"].as_array().expect("items").iter().cloned());
+        if page["caughtUp"] == true {
+            return items;
+        }
+        since = format!("&since={}", page["next"].as_str().expect("next"));
+    }
+}
+
 /// Issues a production key through the operator command, on the store `data`.
 pub fn issue_production_key(data: &(impl TestStore + ?Sized), scopes: &[&str], rate_limit: u32) -> String {
     issue_production_key_with_id(data, scopes, rate_limit).0

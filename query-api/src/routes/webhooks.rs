@@ -57,21 +57,11 @@ pub struct WebhookView {
 
 /// One delivery attempt.
 #[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
 pub struct AttemptView {
     #[schema(value_type = String, format = DateTime)]
     pub at: Timestamp,
-    /// `challenge` or `notifications`.
-    pub kind: String,
-    /// The `webhook-id` posted.
-    pub message_id: String,
-    /// 1 for a message's first attempt.
-    pub attempt: u32,
-    pub notifications: u32,
-    /// The endpoint's status code, when it answered.
-    pub status: Option<u16>,
-    pub error: Option<String>,
-    pub duration_ms: u64,
+    #[serde(flatten)]
+    pub record: AttemptRecord,
 }
 
 /// `GET /webhooks`.
@@ -113,17 +103,8 @@ pub async fn webhooks(State(app): State<Arc<App>>, credentials: Credentials) -> 
                     attempts: attempts
                         .into_iter()
                         .filter_map(|attempt| {
-                            let record: AttemptRecord = serde_json::from_str(&attempt.record).ok()?;
-                            Some(AttemptView {
-                                at: Timestamp(attempt.at_ms),
-                                kind: record.kind,
-                                message_id: record.message_id,
-                                attempt: record.attempt,
-                                notifications: record.notifications,
-                                status: record.status,
-                                error: record.error,
-                                duration_ms: record.duration_ms,
-                            })
+                            let record = serde_json::from_str(&attempt.record).ok()?;
+                            Some(AttemptView { at: Timestamp(attempt.at_ms), record })
                         })
                         .collect(),
                     id: subscription.id,

@@ -13,7 +13,6 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use read_model::Audience;
 use read_model::change_feed::{FeedPosition, sequence_of_millisecond};
@@ -24,27 +23,15 @@ use tokio::task::JoinSet;
 
 use super::payload::{ChallengeAnswer, DeliveryGap, NotificationDelivery, WebhookChallenge};
 use super::schedule::delay_after;
-use super::sending::{Answer, Sender, SenderSettings};
+use super::sending::{Answer, Sender};
+use super::settings::DeliverySettings;
 use super::signature::sign;
 use super::state::{AttemptRecord, DeliveryState, Pause, PendingMessage};
 use crate::app::App;
 use crate::errors::ApiError;
 use crate::keys::notification_filter::NotificationFilter;
 use crate::keys::{hex, random_bytes};
-use crate::routes::notifications::read_for_key;
-
-/// How a replica delivers.
-#[derive(Debug, Clone)]
-pub struct DeliverySettings {
-    /// How often the subscriptions are listed, and a caught-up or waiting
-    /// subscription looks again.
-    pub poll: Duration,
-    /// How long a lease lasts unrenewed; a holder renews it every third of it.
-    pub lease: Duration,
-    /// The most notifications one message holds.
-    pub batch: u32,
-    pub sender: SenderSettings,
-}
+use crate::routes::notifications::{KeyPage, read_for_key};
 
 /// A subscription as its task sees it: the operator's settings and its key's.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -349,6 +336,20 @@ async fn failed(context: &Context, id: &str, state: &mut DeliveryState, answer: 
     Ok(save(context, id, state).await?.unwrap_or(Step::Wait))
 }
 
+/// Up to `limit` notifications the subscription's key admits after `cursor`.
+async fn read_after(
+    context: &Context,
+    bound: &Bound,
+    cursor: &str,
+    limit: u32,
+) -> anyhow::Result<Result<KeyPage, ApiError>> {
+    let after =
+        NotificationCursor::decode(cursor).map_err(|_| anyhow::anyhow!("the stored cursor {cursor} is not one"))?;
+    let position = Some((after.model_version, after.position));
+    let filter = bound.filter.as_ref();
+    Ok(read_for_key(context.app.store.as_ref(), Audience::Production, filter, position, limit).await)
+}
+
 /// The message after `cursor`: its next notifications, a gap, or nothing yet.
 async fn next_message(
     context: &Context,
@@ -357,17 +358,7 @@ async fn next_message(
     state: &mut DeliveryState,
 ) -> anyhow::Result<Result<(NotificationDelivery, PendingMessage), Step>> {
     let id = bound.subscription.id.as_str();
-    let after =
-        NotificationCursor::decode(cursor).map_err(|_| anyhow::anyhow!("the stored cursor {cursor} is not one"))?;
-    let read = read_for_key(
-        context.app.store.as_ref(),
-        Audience::Production,
-        bound.filter.as_ref(),
-        Some((after.model_version, after.position)),
-        context.settings.batch,
-    )
-    .await;
-    let page = match read {
+    let page = match read_after(context, bound, cursor, context.settings.batch).await? {
         Ok(page) => page,
         Err(ApiError::NotificationsGone { reason, resume_from }) => {
             let gap = DeliveryGap { reason };
@@ -415,17 +406,7 @@ async fn message_of(
     if pending.gap.is_some() {
         return Ok(Some(delivery(id, cursor, Vec::new(), pending)));
     }
-    let after =
-        NotificationCursor::decode(cursor).map_err(|_| anyhow::anyhow!("the stored cursor {cursor} is not one"))?;
-    let read = read_for_key(
-        context.app.store.as_ref(),
-        Audience::Production,
-        bound.filter.as_ref(),
-        Some((after.model_version, after.position)),
-        pending.count,
-    )
-    .await;
-    match read {
+    match read_after(context, bound, cursor, pending.count).await? {
         Ok(page) if page.items.last().is_some_and(|last| last.cursor == pending.next) => {
             Ok(Some(delivery(id, cursor, page.items, pending)))
         }

@@ -8,6 +8,7 @@
 //! - [`state`]: what a subscription's deliverer saves after each attempt;
 //! - [`schedule`]: when a failed delivery is tried again;
 //! - [`sending`]: one HTTP attempt;
+//! - [`settings`]: how a replica delivers;
 //! - [`deliverer`]: the replica's loop, one task per subscription it holds.
 //!
 //! It reads the notification feed and writes only the subscriptions'
@@ -18,6 +19,7 @@ pub mod deliverer;
 pub mod payload;
 pub mod schedule;
 pub mod sending;
+pub mod settings;
 pub mod signature;
 pub mod state;
 

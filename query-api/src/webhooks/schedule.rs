@@ -36,6 +36,6 @@ mod tests {
         assert_eq!(delay_after(9), Some(Duration::from_secs(86_400)));
         assert_eq!(delay_after(10), None, "the tenth failure ends the schedule");
         let total: Duration = RETRY_DELAYS.iter().sum();
-        assert_eq!(total, Duration::from_secs(5 + 300 + 1_800 + 76 * 3_600));
+        assert_eq!(total, Duration::from_secs(5 + 300 + 1_800 + 75 * 3_600));
     }
 }

@@ -86,7 +86,7 @@ impl DeliveryState {
 }
 
 /// One attempt as recorded.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AttemptRecord {
     /// `challenge` or `notifications`.

@@ -182,6 +182,26 @@ impl Service {
         self.store.activate_model_version(version).await.expect("activate");
     }
 
+    /// Every notification of the key's audience, oldest first, read in
+    /// pages of `limit` from the start of the feed.
+    pub async fn every_notification(&self, key: &str, limit: usize) -> Vec<serde_json::Value> {
+        let mut items = Vec::new();
+        let mut since = String::new();
+        loop {
+            let (status, page, _) = self.get(&format!("/notifications?limit={limit}{since}"), Some(key)).await;
+            assert_eq!(status, StatusCode::OK, "{page}");
+            let batch = page["items"].as_array().expect("items").clone();
+            let next = page["next"].as_str().expect("next").to_owned();
+            assert!(next.starts_with("n1."), "{next}");
+            items.extend(batch.iter().cloned());
+            if page["caughtUp"] == true {
+                assert!(batch.len() < limit);
+                return items;
+            }
+            since = format!("&since={next}");
+        }
+    }
+
     /// A production work id that exists in the store.
     pub fn production_work(&self) -> &'static str {
         "LCC-0000000001"

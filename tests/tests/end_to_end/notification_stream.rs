@@ -11,7 +11,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
 use end_to_end_tests::balancer::{Balancer, Replica};
-use end_to_end_tests::{BASE_PATH, avro_files_in, copy_files, http, issue_production_key, project};
+use end_to_end_tests::{BASE_PATH, avro_files_in, copy_files, every_notification, issue_production_key, project};
 use projector::generate::{GenerateOptions, generate};
 use serde_json::Value;
 
@@ -77,23 +77,6 @@ impl EventStream {
     }
 }
 
-/// Every notification of the key's audience, from the pull feed through the balancer.
-fn pull_feed(balancer: &Balancer, key: &str) -> Vec<Value> {
-    let mut items = Vec::new();
-    let mut since = String::new();
-    loop {
-        let path = format!("{BASE_PATH}/notifications?limit=1000{since}");
-        let (status, _, body) = http(&balancer.address, "GET", &path, &[("x-api-key", key)], "");
-        assert_eq!(status, 200, "{body}");
-        let page: Value = serde_json::from_str(&body).expect("a page");
-        items.extend(page["items"].as_array().expect("items").iter().cloned());
-        if page["caughtUp"] == true {
-            return items;
-        }
-        since = format!("&since={}", page["next"].as_str().expect("next"));
-    }
-}
-
 fn cursors(items: &[Value]) -> Vec<String> {
     items.iter().map(|item| item["cursor"].as_str().expect("cursor").to_owned()).collect()
 }
@@ -120,14 +103,14 @@ fn a_stream_through_the_balancer_resumes_on_the_other_replica_and_misses_nothing
 
     let before = [replicas[0].answered(), replicas[1].answered()];
     let stream = EventStream::open(&balancer.address, &key, None);
-    let first = pull_feed(&balancer, &key);
+    let first = every_notification(&balancer.address, &key);
     assert!(!first.is_empty());
     let mut received = stream.next(first.len());
     let serving = usize::from(replicas[1].answered() > before[1] && replicas[0].answered() == before[0]);
 
     // The registry moves on while the stream is open: its notifications arrive as they are recorded.
     project_files(&files[third..2 * third], &events, &data);
-    let second = pull_feed(&balancer, &key);
+    let second = every_notification(&balancer.address, &key);
     assert!(second.len() > first.len(), "the second part notifies");
     let moved_on = second.len() - first.len();
     received.extend(stream.next(moved_on / 2));
@@ -145,7 +128,7 @@ fn a_stream_through_the_balancer_resumes_on_the_other_replica_and_misses_nothing
     project_files(&files[2 * third..], &events, &data);
     let last_id = received.last().expect("events").0.clone();
     let resumed = EventStream::open(&balancer.address, &key, Some(&last_id));
-    let everything = pull_feed(&balancer, &key);
+    let everything = every_notification(&balancer.address, &key);
     received.extend(resumed.next(everything.len() - received.len()));
     assert!(survivor.answered() > 0, "the survivor serves the resumed stream");
 

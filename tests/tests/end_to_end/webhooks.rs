@@ -15,8 +15,8 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use end_to_end_tests::{
-    BASE_PATH, avro_files_in, binary, copy_files, http, issue_production_key_with_id, project, require_external_tool,
-    spawn_listening, workspace_root,
+    BASE_PATH, avro_files_in, binary, copy_files, every_notification, http, issue_production_key_with_id, project,
+    require_external_tool, spawn_listening, workspace_root,
 };
 use projector::generate::{GenerateOptions, generate};
 use serde_json::Value;
@@ -88,18 +88,17 @@ impl Drop for Receiver {
     }
 }
 
-/// `query-api serve` on `data` delivering webhooks promptly: (process, public, admin).
-fn serve(data: &Path, ca: &Path, arguments: &[&str]) -> (Child, String) {
+/// `query-api serve` on `data` delivering webhooks promptly, trusting the
+/// roots of `ca` (Mozilla's without): the process and its public address.
+fn serve(data: &Path, ca: Option<&Path>, arguments: &[&str]) -> (Child, String) {
     let mut command = Command::new(binary("query-api"));
     command
         .args(["serve", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--snapshot-interval-minutes", "0"])
-        .args(["--webhook-poll-milliseconds", "100", "--webhook-lease-seconds", "3", "--webhook-batch", "25"])
-        .arg("--webhook-ca-file")
-        .arg(ca)
-        .arg("--data-dir")
-        .arg(data)
-        .args(arguments)
-        .env("RUST_LOG", "warn");
+        .args(["--webhook-poll-milliseconds", "100", "--webhook-lease-seconds", "3", "--webhook-batch", "25"]);
+    if let Some(ca) = ca {
+        command.arg("--webhook-ca-file").arg(ca);
+    }
+    command.arg("--data-dir").arg(data).args(arguments).env("RUST_LOG", "warn");
     let (child, mut listening) = spawn_listening(&mut command);
     (child, listening.remove("public").expect("public"))
 }
@@ -116,23 +115,6 @@ fn webhooks_command(data: &Path, arguments: &[&str]) -> (bool, String, String) {
         .expect("query-api webhooks runs");
     let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
     (output.status.success(), text(&output.stdout), text(&output.stderr))
-}
-
-/// Every production notification, oldest first, from the pull feed.
-fn pull_feed(address: &str, key: &str) -> Vec<Value> {
-    let mut items = Vec::new();
-    let mut since = String::new();
-    loop {
-        let path = format!("{BASE_PATH}/notifications?limit=1000{since}");
-        let (status, _, body) = http(address, "GET", &path, &[("x-api-key", key)], "");
-        assert_eq!(status, 200, "{body}");
-        let page: Value = serde_json::from_str(&body).expect("a page");
-        items.extend(page["items"].as_array().expect("items").iter().cloned());
-        if page["caughtUp"] == true {
-            return items;
-        }
-        since = format!("&since={}", page["next"].as_str().expect("next"));
-    }
 }
 
 /// The notifications the receiver stored, in order, checking that each
@@ -155,6 +137,21 @@ fn write_key_set(address: &str, receiver: &Receiver) {
     let (status, _, key_set) = http(address, "GET", &format!("{BASE_PATH}/keys"), &[], "");
     assert_eq!(status, 200);
     std::fs::write(receiver.directory.join("keys.json"), key_set).expect("keys.json");
+}
+
+/// The key's first webhook subscription as `GET /webhooks` shows it, once an attempt failed.
+fn wait_for_attempt(address: &str, key: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (status, _, body) = http(address, "GET", &format!("{BASE_PATH}/webhooks"), &[("x-api-key", key)], "");
+        assert_eq!(status, 200, "{body}");
+        let listed: Value = serde_json::from_str(&body).expect("JSON");
+        if listed["webhooks"][0]["lastError"].is_string() {
+            return listed["webhooks"][0].clone();
+        }
+        assert!(Instant::now() < deadline, "no failed attempt within 30 s: {listed}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 /// Runs the receiver's offline check on one logged request.
@@ -187,14 +184,23 @@ fn deliveries_verify_with_the_published_key_and_a_killed_deliverer_loses_nothing
     let (key, key_id) = issue_production_key_with_id(&data, &["notifications:read"], 1_000);
 
     let mut receiver = Receiver::start(&directory.path().join("receiver"), 30);
-    let (mut api, address) = serve(&data, &receiver.ca(), &[]);
+    // First without the receiver's authority among the trusted roots: TLS is verified.
+    let (mut api, address) = serve(&data, None, &[]);
     write_key_set(&address, &receiver);
-    let before = pull_feed(&address, &key);
+    let before = every_notification(&address, &key);
     let endpoint = format!("https://127.0.0.1:{}/hooks", receiver.port);
     let (added, id, told) = webhooks_command(&data, &["add", "--key", &key_id, "--endpoint", &endpoint]);
     assert!(added, "{told}");
     let id = id.trim().to_owned();
     assert!(id.starts_with("wh_"), "{id}");
+    let refused = wait_for_attempt(&address, &key);
+    let error = refused["lastError"].as_str().unwrap_or_default();
+    assert!(error.contains("UnknownIssuer"), "a certificate of an unknown authority is refused: {error}");
+    assert!(receiver.log().is_empty(), "nothing was posted over the unverified connection");
+    api.kill().expect("stop the replica");
+    api.wait().expect("stopped");
+
+    let (mut api, _) = serve(&data, Some(&receiver.ca()), &[]);
     receiver.wait_for("the challenge", |log| log.iter().any(|entry| entry["verdict"] == "challenge"));
 
     // The registry moves on; the receiver holds its answer to the first
@@ -206,10 +212,10 @@ fn deliveries_verify_with_the_published_key_and_a_killed_deliverer_loses_nothing
     api.kill().expect("kill the delivering process");
     api.wait().expect("killed");
 
-    let (mut api, address) = serve(&data, &receiver.ca(), &[]);
+    let (mut api, address) = serve(&data, Some(&receiver.ca()), &[]);
     copy_files(&files[2 * third..], &events);
     project(&events, &data, 500);
-    let everything = pull_feed(&address, &key);
+    let everything = every_notification(&address, &key);
     let expected = &everything[before.len()..];
     assert!(expected.len() > 50, "{} notifications after the webhook was added", expected.len());
     let newest = everything.last().expect("notifications")["cursor"].clone();
@@ -307,7 +313,7 @@ fn in_production_refused_addresses_are_refused_when_added_and_when_a_name_resolv
     assert!(added, "{told}");
     let (mut api, address) = serve(
         &data,
-        &receiver.ca(),
+        Some(&receiver.ca()),
         &[
             "--environment",
             "production",
@@ -317,17 +323,7 @@ fn in_production_refused_addresses_are_refused_when_added_and_when_a_name_resolv
             "hooks.partner.test=127.0.0.1",
         ],
     );
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let view = loop {
-        let (status, _, body) = http(&address, "GET", &format!("{BASE_PATH}/webhooks"), &[("x-api-key", &key)], "");
-        assert_eq!(status, 200, "{body}");
-        let listed: Value = serde_json::from_str(&body).expect("JSON");
-        if listed["webhooks"][0]["lastError"].is_string() {
-            break listed["webhooks"][0].clone();
-        }
-        assert!(Instant::now() < deadline, "no attempt within 30 s: {listed}");
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let view = wait_for_attempt(&address, &key);
     let error = view["lastError"].as_str().expect("lastError");
     assert!(error.contains("refused: hooks.partner.test resolves to 127.0.0.1, a loopback address"), "{error}");
     assert_eq!(view["status"], "retrying");
