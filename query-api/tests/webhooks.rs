@@ -170,6 +170,20 @@ async fn subscribe(service: &Service, id: &str, endpoint: &str) -> (String, Stri
     (id.to_owned(), key)
 }
 
+/// Waits until the subscription's saved state counts `failures` failed attempts.
+async fn failures_saved(service: &Service, id: &str, failures: usize) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let record = service.store.webhook(id).await.expect("read").expect("the subscription");
+        let state = query_api::webhooks::state::DeliveryState::parse(id, &record.state);
+        if state.failures as usize == failures {
+            return;
+        }
+        assert!(Instant::now() < deadline, "failure {failures} not saved: {}", record.state);
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
 /// What the receiver stored, in order, each message once: checks that each
 /// stored message continues from the one before, and that a message posted
 /// again carries the id and body it had.
@@ -216,6 +230,9 @@ async fn a_receiver_down_for_a_day_gets_every_notification_in_order_once_back() 
     for delay in RETRY_DELAYS {
         attempts += 1;
         receiver.wait_for(&format!("attempt {attempts}"), |received| received.len() == attempts).await;
+        // The receiver has the request before the deliverer has its answer:
+        // the clock moves on only once the failure is saved with its next time.
+        failures_saved(&service, &subscription, attempts).await;
         if elapsed + delay > down_for {
             // The receiver comes back within this wait.
             clock.advance(down_for - elapsed);

@@ -1,7 +1,9 @@
 //! The deliverer every API replica runs: it lists the subscriptions every
-//! few seconds, takes the lease of each it can, and runs one task per
+//! poll, takes the lease of each it can, and runs one task per
 //! subscription it holds, which posts the key's notifications in order,
 //! one message at a time, and saves where it stands after every attempt.
+//! A caught-up task waits for the replica's one look at the feed per poll
+//! to see it move, rather than reading the feed itself.
 //!
 //! At least once, in order: a message is saved as pending before it is
 //! posted, and the cursor moves past it only once the endpoint acknowledged
@@ -15,8 +17,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use read_model::Audience;
+use read_model::ModelVersion;
 use read_model::change_feed::{FeedPosition, sequence_of_millisecond};
-use read_model::notifications::NotificationCursor;
+use read_model::notifications::{NotificationCursor, NotificationQuery, NotificationsRead};
 use read_model::webhooks::{WebhookAttempt, WebhookSubscription};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -49,6 +52,8 @@ struct Context {
     sender: Sender,
     /// This replica's name on the leases it holds.
     owner: String,
+    /// Moves whenever the production feed does (see [`FeedWatch`]).
+    feed: watch::Receiver<u64>,
 }
 
 /// Delivers the subscriptions this replica can hold until `stop` resolves,
@@ -61,12 +66,17 @@ pub async fn run(app: Arc<App>, settings: DeliverySettings, stop: impl Future<Ou
             return;
         }
     };
-    let context = Arc::new(Context { sender: Sender::new(&settings.sender), app, settings, owner });
+    let (moved, feed) = watch::channel(0);
+    let mut watch = FeedWatch { moved, last: None };
+    let context = Arc::new(Context { sender: Sender::new(&settings.sender), app, settings, owner, feed });
     let (stopping, stopped) = watch::channel(false);
     let mut held: HashMap<String, watch::Sender<Option<Bound>>> = HashMap::new();
     let mut tasks = JoinSet::new();
     tokio::pin!(stop);
     loop {
+        if let Err(error) = watch.look(&context).await {
+            tracing::warn!(%error, "cannot read the notification feed; trying again");
+        }
         if let Err(error) = scan(&context, &mut held, &mut tasks, &stopped).await {
             tracing::warn!(%error, "cannot list webhook subscriptions; trying again");
         }
@@ -80,6 +90,45 @@ pub async fn run(app: Arc<App>, settings: DeliverySettings, stop: impl Future<Ou
     let _ = stopping.send(true);
     while tasks.join_next().await.is_some() {}
 }
+
+/// One read of the production feed per poll for the whole replica, which
+/// wakes the caught-up subscriptions when it moves: a thousand caught-up
+/// subscriptions cost one read a second, not a thousand.
+struct FeedWatch {
+    moved: watch::Sender<u64>,
+    /// Where the last look ended; `None` before the first.
+    last: Option<(ModelVersion, FeedPosition)>,
+}
+
+impl FeedWatch {
+    /// Reads after where the last look ended, and signals when anything
+    /// was there, or the feed was replaced or pruned past it.
+    async fn look(&mut self, context: &Context) -> Result<(), read_model::StoreError> {
+        let reads = context.app.store.as_ref();
+        let Some(after) = self.last.clone() else {
+            // The first look starts now: what is there already, each task reads by itself.
+            let query = NotificationQuery { audience: Audience::Production, after: None, limit: 1 };
+            if let NotificationsRead::Page(page) = reads.notifications(&query).await? {
+                let sequence = sequence_of_millisecond(context.app.clock.unix_ms()) - 1;
+                self.last = Some((page.model_version, FeedPosition { sequence, lcc_id: String::new() }));
+            }
+            return Ok(());
+        };
+        let query = NotificationQuery { audience: Audience::Production, after: Some(after), limit: LOOK_LIMIT };
+        let (moved, last) = match reads.notifications(&query).await? {
+            NotificationsRead::Page(page) => (!page.items.is_empty(), (page.model_version, page.next)),
+            NotificationsRead::Gone { model_version, resume_from, .. } => (true, (model_version, resume_from)),
+        };
+        self.last = Some(last);
+        if moved {
+            self.moved.send_modify(|count| *count = count.wrapping_add(1));
+        }
+        Ok(())
+    }
+}
+
+/// The most notifications one look of the [`FeedWatch`] reads past.
+const LOOK_LIMIT: u32 = 1_000;
 
 /// Lists the subscriptions: hands each held one its current settings, and
 /// takes the lease of each free one.
@@ -136,6 +185,8 @@ fn lease_ms(context: &Context) -> i64 {
 enum Step {
     /// Nothing to do now: look again after the poll interval.
     Wait,
+    /// Every notification is delivered: look again when the feed moves.
+    CaughtUp,
     /// Go on at once.
     Again,
     /// Another replica holds the subscription now.
@@ -159,6 +210,7 @@ async fn deliver(
             return;
         }
     };
+    let mut feed = context.feed.clone();
     let mut renewed_at = context.app.clock.unix_ms();
     loop {
         if *stopped.borrow() {
@@ -173,6 +225,8 @@ async fn deliver(
                 Err(error) => tracing::warn!(webhook = id, %error, "cannot renew the lease"),
             }
         }
+        // Seen before reading: a move while the step reads wakes the wait after it.
+        feed.borrow_and_update();
         let step = match step(&context, &current, &mut state).await {
             Ok(step) => step,
             Err(error) => {
@@ -192,6 +246,15 @@ async fn deliver(
                     _ = stopped.changed() => {}
                     _ = bound.changed() => {}
                     () = tokio::time::sleep(context.settings.poll) => {}
+                }
+            }
+            Step::CaughtUp => {
+                // At least every third of the lease, to renew it.
+                tokio::select! {
+                    _ = stopped.changed() => {}
+                    _ = bound.changed() => {}
+                    _ = feed.changed() => {}
+                    () = tokio::time::sleep(context.settings.lease / 3) => {}
                 }
             }
         }
@@ -386,7 +449,7 @@ async fn next_message(
                 return Ok(Err(lost));
             }
         }
-        return Ok(Err(if page.exhausted { Step::Wait } else { Step::Again }));
+        return Ok(Err(if page.exhausted { Step::CaughtUp } else { Step::Again }));
     };
     let next = last.cursor.clone();
     let count = u32::try_from(page.items.len()).unwrap_or(u32::MAX);

@@ -9,8 +9,8 @@ use super::sending::SenderSettings;
 /// How a replica delivers.
 #[derive(Debug, Clone)]
 pub struct DeliverySettings {
-    /// How often the subscriptions are listed, and a caught-up or waiting
-    /// subscription looks again.
+    /// How often the subscriptions are listed, the feed is looked at for
+    /// the caught-up ones, and a waiting one looks again.
     pub poll: Duration,
     /// How long a lease lasts unrenewed; a holder renews it every third of it.
     pub lease: Duration,

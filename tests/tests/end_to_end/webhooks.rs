@@ -15,8 +15,8 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use end_to_end_tests::{
-    BASE_PATH, avro_files_in, binary, copy_files, every_notification, http, issue_production_key_with_id, project,
-    require_external_tool, spawn_listening, workspace_root,
+    BASE_PATH, KillOnDrop, avro_files_in, binary, copy_files, every_notification, http, issue_production_key_with_id,
+    project, require_external_tool, spawn_listening, workspace_root,
 };
 use projector::generate::{GenerateOptions, generate};
 use serde_json::Value;
@@ -90,7 +90,7 @@ impl Drop for Receiver {
 
 /// `query-api serve` on `data` delivering webhooks promptly, trusting the
 /// roots of `ca` (Mozilla's without): the process and its public address.
-fn serve(data: &Path, ca: Option<&Path>, arguments: &[&str]) -> (Child, String) {
+fn serve(data: &Path, ca: Option<&Path>, arguments: &[&str]) -> (KillOnDrop, String) {
     let mut command = Command::new(binary("query-api"));
     command
         .args(["serve", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--snapshot-interval-minutes", "0"])
@@ -100,7 +100,7 @@ fn serve(data: &Path, ca: Option<&Path>, arguments: &[&str]) -> (Child, String) 
     }
     command.arg("--data-dir").arg(data).args(arguments).env("RUST_LOG", "warn");
     let (child, mut listening) = spawn_listening(&mut command);
-    (child, listening.remove("public").expect("public"))
+    (KillOnDrop(child), listening.remove("public").expect("public"))
 }
 
 /// Runs `query-api webhooks --data-dir DATA ARGUMENTS…`: (success, stdout, stderr).
@@ -185,7 +185,7 @@ fn deliveries_verify_with_the_published_key_and_a_killed_deliverer_loses_nothing
 
     let mut receiver = Receiver::start(&directory.path().join("receiver"), 30);
     // First without the receiver's authority among the trusted roots: TLS is verified.
-    let (mut api, address) = serve(&data, None, &[]);
+    let (api, address) = serve(&data, None, &[]);
     write_key_set(&address, &receiver);
     let before = every_notification(&address, &key);
     let endpoint = format!("https://127.0.0.1:{}/hooks", receiver.port);
@@ -197,8 +197,7 @@ fn deliveries_verify_with_the_published_key_and_a_killed_deliverer_loses_nothing
     let error = refused["lastError"].as_str().unwrap_or_default();
     assert!(error.contains("UnknownIssuer"), "a certificate of an unknown authority is refused: {error}");
     assert!(receiver.log().is_empty(), "nothing was posted over the unverified connection");
-    api.kill().expect("stop the replica");
-    api.wait().expect("stopped");
+    drop(api);
 
     let (mut api, _) = serve(&data, Some(&receiver.ca()), &[]);
     receiver.wait_for("the challenge", |log| log.iter().any(|entry| entry["verdict"] == "challenge"));
@@ -209,10 +208,10 @@ fn deliveries_verify_with_the_published_key_and_a_killed_deliverer_loses_nothing
     project(&events, &data, 500);
     let holding = receiver.next_line();
     assert!(holding.starts_with("holding msg_"), "{holding}");
-    api.kill().expect("kill the delivering process");
-    api.wait().expect("killed");
+    api.0.kill().expect("kill the delivering process");
+    api.0.wait().expect("killed");
 
-    let (mut api, address) = serve(&data, Some(&receiver.ca()), &[]);
+    let (_api, address) = serve(&data, Some(&receiver.ca()), &[]);
     copy_files(&files[2 * third..], &events);
     project(&events, &data, 500);
     let everything = every_notification(&address, &key);
@@ -276,8 +275,6 @@ fn deliveries_verify_with_the_published_key_and_a_killed_deliverer_loses_nothing
         stored.len(),
         duplicates.len()
     );
-    let _ = api.kill();
-    let _ = api.wait();
 }
 
 #[test]
@@ -311,7 +308,7 @@ fn in_production_refused_addresses_are_refused_when_added_and_when_a_name_resolv
         ["add", "--key", &key_id, "--endpoint", &endpoint, "--webhook-resolve", "hooks.partner.test=192.0.2.10"];
     let (added, _, told) = webhooks_command(&data, &[&arguments[..], &production[..]].concat());
     assert!(added, "{told}");
-    let (mut api, address) = serve(
+    let (_api, address) = serve(
         &data,
         Some(&receiver.ca()),
         &[
@@ -328,6 +325,4 @@ fn in_production_refused_addresses_are_refused_when_added_and_when_a_name_resolv
     assert!(error.contains("refused: hooks.partner.test resolves to 127.0.0.1, a loopback address"), "{error}");
     assert_eq!(view["status"], "retrying");
     assert!(receiver.log().is_empty(), "nothing reached the receiver");
-    let _ = api.kill();
-    let _ = api.wait();
 }
