@@ -8,7 +8,7 @@
 #   - fan-out: SUBSCRIPTIONS subscriptions (1,000 by default) and one
 #     projector batch (one generated segment of 100 events): the time from
 #     its commit until every subscription has acknowledged its notifications,
-#     with caught-up subscriptions looking once a second (the default).
+#     with the replica looking at the feed once a second (the default).
 #
 #   scripts/bench-webhooks.sh [WORKS] [SUBSCRIPTIONS]
 #
