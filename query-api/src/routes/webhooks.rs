@@ -89,9 +89,10 @@ pub async fn webhooks(State(app): State<Arc<App>>, credentials: Credentials) -> 
                 }
                 let state = DeliveryState::parse(&subscription.id, &record.state);
                 let attempts = app.webhooks.webhook_attempts(&subscription.id, ATTEMPTS_SHOWN).await?;
-                let retrying = state.failures > 0 && state.paused.is_none();
+                let status = status_of(&subscription, &state);
+                let retrying = status == WebhookStatus::Retrying;
                 webhooks.push(WebhookView {
-                    status: status_of(&subscription, &state),
+                    status,
                     paused_reason: state.paused.map(|pause| pause.reason),
                     created_at: Timestamp(subscription.created_at_ms),
                     cursor: state.cursor,

@@ -17,10 +17,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use read_model::Audience;
-use read_model::ModelVersion;
 use read_model::change_feed::{FeedPosition, sequence_of_millisecond};
 use read_model::notifications::{NotificationCursor, NotificationQuery, NotificationsRead};
 use read_model::webhooks::{WebhookAttempt, WebhookSubscription};
+use read_model::{DocumentReads, ModelVersion};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
@@ -107,11 +107,7 @@ impl FeedWatch {
         let reads = context.app.store.as_ref();
         let Some(after) = self.last.clone() else {
             // The first look starts now: what is there already, each task reads by itself.
-            let query = NotificationQuery { audience: Audience::Production, after: None, limit: 1 };
-            if let NotificationsRead::Page(page) = reads.notifications(&query).await? {
-                let sequence = sequence_of_millisecond(context.app.clock.unix_ms()) - 1;
-                self.last = Some((page.model_version, FeedPosition { sequence, lcc_id: String::new() }));
-            }
+            self.last = position_before(reads, context.app.clock.unix_ms()).await?;
             return Ok(());
         };
         let query = NotificationQuery { audience: Audience::Production, after: Some(after), limit: LOOK_LIMIT };
@@ -125,6 +121,20 @@ impl FeedWatch {
         }
         Ok(())
     }
+}
+
+/// The position of the production feed just before `unix_ms`, in the
+/// active model version. A position is a sequence, or a sequence and an
+/// id, so one below the millisecond's first sequence is before all of it
+/// on either backend.
+async fn position_before(
+    reads: &dyn DocumentReads,
+    unix_ms: i64,
+) -> Result<Option<(ModelVersion, FeedPosition)>, read_model::StoreError> {
+    let query = NotificationQuery { audience: Audience::Production, after: None, limit: 1 };
+    let NotificationsRead::Page(page) = reads.notifications(&query).await? else { return Ok(None) };
+    let position = FeedPosition { sequence: sequence_of_millisecond(unix_ms) - 1, lcc_id: String::new() };
+    Ok(Some((page.model_version, position)))
 }
 
 /// The most notifications one look of the [`FeedWatch`] reads past.
@@ -296,13 +306,13 @@ async fn step(context: &Context, bound: &Bound, state: &mut DeliveryState) -> an
     }
     let Some(cursor) = state.cursor.clone() else {
         // Just before the millisecond the subscription was added: it is sent
-        // what changed since, not the feed's whole retained history. A
-        // position is a sequence, or a sequence and an id, so one below the
-        // millisecond's first sequence is before all of it on either backend.
-        let page = read_for_key(context.app.store.as_ref(), Audience::Production, None, None, 1).await?;
-        let sequence = sequence_of_millisecond(subscription.created_at_ms) - 1;
-        let position = FeedPosition { sequence, lcc_id: String::new() };
-        let start = NotificationCursor { model_version: page.model_version, audience: Audience::Production, position };
+        // what changed since, not the feed's whole retained history.
+        let Some((model_version, position)) =
+            position_before(context.app.store.as_ref(), subscription.created_at_ms).await?
+        else {
+            return Ok(Step::Wait);
+        };
+        let start = NotificationCursor { model_version, audience: Audience::Production, position };
         state.cursor = Some(start.encode());
         return Ok(save(context, id, state).await?.unwrap_or(Step::Again));
     };
@@ -328,7 +338,7 @@ async fn step(context: &Context, bound: &Bound, state: &mut DeliveryState) -> an
     };
     let body = serde_json::to_vec(&message)?;
     let answer = post(context, &subscription.endpoint, &pending.message_id, body, false).await?;
-    let succeeded = answer.status.is_some_and(|status| (200..300).contains(&status));
+    let succeeded = answer.acknowledged();
     record(context, id, "notifications", &pending.message_id, state.failures + 1, message.notifications.len(), &answer)
         .await;
     if succeeded {
@@ -357,10 +367,10 @@ async fn challenge(
     };
     let message_id = format!("msg_challenge_{value}");
     let answer = post(context, &subscription.endpoint, &message_id, serde_json::to_vec(&message)?, true).await?;
-    let echoed = serde_json::from_slice::<ChallengeAnswer>(&answer.body).is_ok_and(|echo| echo.challenge == value);
     let mut answer = answer;
-    let succeeded = answer.status.is_some_and(|status| (200..300).contains(&status)) && echoed;
-    if !succeeded && answer.error.is_none() && answer.status.is_some_and(|status| (200..300).contains(&status)) {
+    let echoed = serde_json::from_slice::<ChallengeAnswer>(&answer.body).is_ok_and(|echo| echo.challenge == value);
+    let succeeded = answer.acknowledged() && echoed;
+    if answer.acknowledged() && !echoed {
         answer.error = Some("the answer did not echo the challenge".into());
     }
     record(context, &subscription.id, "challenge", &message_id, state.failures + 1, 0, &answer).await;
@@ -526,8 +536,7 @@ async fn record(
     notifications: usize,
     answer: &Answer,
 ) {
-    let acknowledged = answer.error.is_none() && answer.status.is_some_and(|status| (200..300).contains(&status));
-    context.app.metrics.record_webhook_attempt(kind, acknowledged, notifications);
+    context.app.metrics.record_webhook_attempt(kind, answer.acknowledged(), notifications);
     let record = AttemptRecord {
         kind: kind.to_owned(),
         message_id: message_id.to_owned(),

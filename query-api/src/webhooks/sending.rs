@@ -42,6 +42,13 @@ pub struct Answer {
     pub duration: Duration,
 }
 
+impl Answer {
+    /// Whether the endpoint acknowledged the message: a 2xx answer, read without error.
+    pub fn acknowledged(&self) -> bool {
+        self.error.is_none() && self.status.is_some_and(|status| (200..300).contains(&status))
+    }
+}
+
 /// Posts signed messages.
 #[derive(Debug, Clone)]
 pub struct Sender {
