@@ -1,5 +1,5 @@
 //! The notification feed on ScyllaDB: its reads and its retention. Its
-//! writes are the batch's phase "visible" (`write_protocol::mutation`).
+//! writes are the batch's phase "notified" (`write_protocol::mutation`).
 //!
 //! Notifications live in one partition per (audience, day), as the change
 //! feed's changes do, and are served only once settled

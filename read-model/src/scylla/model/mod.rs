@@ -164,6 +164,17 @@ impl ClusterModel {
         row.cell("body").map(|(_, body)| body.to_vec())
     }
 
+    /// Every notification that has landed: its id and its stored body.
+    pub fn notifications(&self) -> Vec<(String, Vec<u8>)> {
+        self.live_rows("notifications", &[], |key, row| {
+            let id = match key.last() {
+                Some(KeyPart::Text(id)) => id.clone(),
+                _ => String::new(),
+            };
+            (id, row.cell("body").map(|(_, body)| body.to_vec()).unwrap_or_default())
+        })
+    }
+
     /// The rows of a table whose key starts with `prefix`, live ones only.
     fn live_rows<T>(&self, table: &str, prefix: &[KeyPart], read: impl Fn(&[KeyPart], &Row) -> T) -> Vec<T> {
         let tables = self.tables();

@@ -12,17 +12,19 @@
 //!    (`bucket_counts`);
 //! 2. what readers see: documents, provenance, index entries, fixtures, bulk
 //!    rows, and their changes in the feed;
-//! 3. party references;
-//! 4. aggregate states;
-//! 5. after the read-set check (see [`crate::read_set`]) finds nothing
+//! 3. the notifications of the answers that changed, once what they
+//!    announce can be read;
+//! 4. party references;
+//! 5. aggregate states;
+//! 6. after the read-set check (see [`crate::read_set`]) finds nothing
 //!    stale, the checkpoints; a batch with stale documents leaves its
 //!    checkpoints to the batch that renders them again.
 //!
 //! Why this order converges: a replay skips an event whose aggregate state
-//! is stored (phase 4), so everything derived from that state (phases 1 to
-//! 3) must have landed before it; a skipped event still marks its documents
+//! is stored (phase 5), so everything derived from that state (phases 1 to
+//! 4) must have landed before it; a skipped event still marks its documents
 //! to render, so a replay renders anew whatever another projector's change
-//! made stale, as long as the checkpoints stayed behind the events (phase 5).
+//! made stale, as long as the checkpoints stayed behind the events (phase 6).
 //! References land before the states the check reads, so of two projectors
 //! racing on a party and a work that names it, at least one sees the other.
 //! Bucket counts are recounted after the rows, off the batch path, and a
@@ -96,6 +98,7 @@ pub async fn write_batch<C: Cluster + ?Sized>(
     cluster.apply(marked.iter().map(|&bucket| Mutation::BucketMark { bucket, timestamp: now }).collect()).await?;
     let unseen = removals_never_in_the_feed(cluster, batch).await?;
     cluster.apply(mutation::visible(batch, first_sequence, &unseen)).await?;
+    cluster.apply(mutation::notified(batch, first_sequence)).await?;
     cluster.apply(mutation::references(batch)).await?;
     cluster.apply(mutation::states(batch)).await?;
     let stale = stale_documents(cluster, batch).await?;

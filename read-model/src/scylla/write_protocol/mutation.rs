@@ -179,16 +179,20 @@ pub fn visible<'a>(batch: &'a WriteBatch, first_sequence: i64, unseen: &[&str]) 
         mutations.push(Mutation::BulkRow { bucket, lcc_id, body, timestamp });
     }
     mutations.extend(changes(&batch.bulk_rows, first_sequence, unseen));
-    mutations.extend(notifications(batch, first_sequence + batch.bulk_rows.len() as i64));
     mutations
 }
 
-/// The notifications' share of phase "visible", after the batch's changes
-/// in the sequences it placed. A row is stamped with its millisecond: it is
-/// never rewritten (a replay appends its notifications again, at new
-/// sequences, with the versions they had), and a day's partition deletion
-/// stamped with the next day covers every row of the day.
-fn notifications(batch: &WriteBatch, first_sequence: i64) -> Vec<Mutation<'_>> {
+/// Phase "notified": the batch's notifications, in the sequences after its
+/// changes (`first_sequence` is the batch's first). They land once every
+/// document they announce has: a reader that sees a notification and then
+/// reads the document reads the change it announces, which the query API's
+/// document cache relies on (`scylla::document_cache`). A row is stamped
+/// with its millisecond: it is never rewritten (a replay appends its
+/// notifications again, at new sequences, with the versions they had), and
+/// a day's partition deletion stamped with the next day covers every row
+/// of the day.
+pub fn notified(batch: &WriteBatch, first_sequence: i64) -> Vec<Mutation<'_>> {
+    let first_sequence = first_sequence + batch.bulk_rows.len() as i64;
     let mut mutations = Vec::with_capacity(batch.notifications.len() + 2);
     let mut days = std::collections::BTreeSet::new();
     for (index, notification) in batch.notifications.iter().enumerate() {
