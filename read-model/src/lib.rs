@@ -13,6 +13,7 @@ pub mod answer_tags;
 pub mod api_keys;
 pub mod base64url;
 pub mod bulk;
+mod cached_documents;
 pub mod calendar;
 pub mod canonical_json;
 pub mod change_feed;

@@ -32,9 +32,10 @@ pub struct StoreArguments {
     /// any store (API keys, dead-letter files).
     #[arg(long, env = "LCC_DATA_DIR", default_value = "data")]
     pub data_dir: PathBuf,
-    /// Memory for documents read from the embedded store, in MiB, dropped
-    /// when a batch changes them; 0 turns the cache off. Only the query API
-    /// reads documents, so only it fills the cache.
+    /// Memory for documents read from the store, in MiB, dropped when a
+    /// batch changes them (on ScyllaDB, when the batch's notifications are
+    /// read, at most a tenth of a second later); 0 turns the cache off. Only
+    /// the query API reads documents, so only it fills the cache.
     #[arg(long, env = "LCC_DOCUMENT_CACHE_MIB", default_value_t = DEFAULT_DOCUMENT_CACHE_BYTES >> 20)]
     pub document_cache_mib: u64,
     /// ScyllaDB contact points, comma-separated `host:port`.
@@ -77,6 +78,7 @@ impl StoreArguments {
         settings.request_timeout = Duration::from_millis(self.scylla_request_timeout_ms);
         settings.speculative_delay = Duration::from_millis(self.scylla_speculative_delay_ms);
         settings.credentials = self.scylla_user.clone().zip(self.scylla_password.clone());
+        settings.document_cache_bytes = self.document_cache_mib.saturating_mul(1 << 20);
         settings
     }
 

@@ -1,17 +1,21 @@
 //! The API's reads ([`DocumentReads`]) on the active version's prepared
-//! statements: each one partition, read speculatively.
+//! statements: each one partition, read speculatively; documents through
+//! the version's document cache (`document_cache`) when it is on.
 
 use async_trait::async_trait;
 
 use super::ScyllaStore;
 use super::change_feed::VersionFeed;
+use super::document_cache::VersionSources;
 use super::notification_feed::NotificationFeed;
 use super::reads::VersionReads;
 use crate::change_feed::{ChangeFeedBounds, ChangeItem, ChangeQuery, ChangesRead};
 use crate::documents::DocumentKind;
 use crate::identifiers::Audience;
 use crate::notifications::{NotificationQuery, NotificationsRead};
-use crate::store::{Body, BulkKey, BulkPage, DocumentReads, IdentifierKind, ModelVersion, StoreError};
+use crate::store::{
+    Body, BulkKey, BulkPage, DocumentCacheStatistics, DocumentReads, IdentifierKind, ModelVersion, StoreError,
+};
 
 /// Runs a read on the active version's statements.
 macro_rules! on_active {
@@ -25,7 +29,11 @@ macro_rules! on_active {
 #[async_trait]
 impl DocumentReads for ScyllaStore {
     async fn document(&self, kind: DocumentKind, key: &str) -> Result<Option<Body>, StoreError> {
-        on_active!(self, |reads| reads.document(kind, key))
+        let (version, statements) = self.active_version_statements().await?;
+        let reads = VersionReads { session: &self.inner.session, statements: &statements };
+        let Some(cache) = self.document_cache(version) else { return reads.document(kind, key).await };
+        let notifications = NotificationFeed { session: &self.inner.session, statements: &statements };
+        cache.document(&VersionSources { reads, notifications }, kind, key).await
     }
 
     async fn provenance(&self, lcc_id: &str) -> Result<Vec<Body>, StoreError> {
@@ -87,5 +95,15 @@ impl DocumentReads for ScyllaStore {
 
     async fn ping(&self) -> Result<(), StoreError> {
         self.stored_active_version().await?.ok_or(StoreError::NoActiveModelVersion).map(drop)
+    }
+
+    /// Counted across versions; the bytes are those the newest version's cache holds.
+    fn document_cache_statistics(&self) -> Option<DocumentCacheStatistics> {
+        if self.inner.settings.document_cache_bytes == 0 {
+            return None;
+        }
+        let current = self.inner.documents.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let bytes = current.as_ref().map_or(0, |cache| cache.bytes());
+        Some(self.inner.document_cache_counters.statistics(bytes))
     }
 }

@@ -26,6 +26,7 @@ mod bulk_pages;
 mod catalog;
 mod catalog_clock;
 mod change_feed;
+mod document_cache;
 mod document_reads;
 mod errors;
 mod execution;
@@ -52,6 +53,7 @@ use scylla::client::execution_profile::ExecutionProfileHandle;
 use scylla::client::session::Session;
 use tokio::sync::OnceCell;
 
+use self::document_cache::DocumentCache;
 use self::execution::Prepared;
 use self::prepared_versions::PreparedVersions;
 use self::settings::validate_keyspace;
@@ -60,8 +62,9 @@ pub use self::statements::every_statement_text;
 use self::statements::{CatalogStatement, ModelStatement};
 use self::write_protocol::BucketRecounts;
 use crate::active_version_cache::ActiveVersionCache;
+use crate::cached_documents::DocumentCacheCounters;
 use crate::clock::Clock;
-use crate::store::StoreError;
+use crate::store::{ModelVersion, StoreError, WriteBatch};
 
 /// The ScyllaDB store. Cheap to clone; clones share the session.
 #[derive(Debug, Clone)]
@@ -87,6 +90,9 @@ struct Inner {
     feed_sweep: tokio::sync::Mutex<Option<(i64, i64)>>,
     /// The bulk buckets this process marked and has yet to count.
     recounts: BucketRecounts,
+    /// The active version's documents held in memory, once one is read.
+    documents: std::sync::Mutex<Option<Arc<DocumentCache>>>,
+    document_cache_counters: Arc<DocumentCacheCounters>,
 }
 
 impl ScyllaStore {
@@ -112,7 +118,42 @@ impl ScyllaStore {
                 newest_feed_millisecond: std::sync::Mutex::new(0),
                 feed_sweep: tokio::sync::Mutex::new(None),
                 recounts: BucketRecounts::default(),
+                documents: std::sync::Mutex::new(None),
+                document_cache_counters: Arc::default(),
             }),
         })
+    }
+
+    /// The document cache of model version `version`, made when the
+    /// version is read for the first time (one version's at a time); `None`
+    /// when the cache is off.
+    fn document_cache(&self, version: ModelVersion) -> Option<Arc<DocumentCache>> {
+        let capacity = self.inner.settings.document_cache_bytes;
+        if capacity == 0 {
+            return None;
+        }
+        let mut current = self.inner.documents.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match current.as_ref() {
+            Some(cache) if cache.version() == version => Some(Arc::clone(cache)),
+            _ => {
+                let cache = Arc::new(DocumentCache::new(
+                    version,
+                    capacity,
+                    self.inner.settings.change_feed_settle,
+                    self.inner.clock.clone(),
+                    Arc::clone(&self.inner.document_cache_counters),
+                ));
+                *current = Some(Arc::clone(&cache));
+                Some(cache)
+            }
+        }
+    }
+
+    /// Drops from the cache of `version`, if there is one, the documents `batch` wrote.
+    fn forget_written(&self, version: ModelVersion, batch: &WriteBatch) {
+        let current = self.inner.documents.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(cache) = current.as_ref().filter(|cache| cache.version() == version) {
+            cache.forget_written(batch.documents.iter().map(|write| write.key.as_str()));
+        }
     }
 }

@@ -62,6 +62,12 @@ impl NotificationFeed<'_> {
         Ok(end)
     }
 
+    /// Where a reader that has read every notification stands now.
+    pub(super) async fn end_position(&self) -> Result<FeedPosition, StoreError> {
+        let horizon = self.horizon().await?;
+        self.end(horizon).await
+    }
+
     /// A page of the feed of model version `version`, read at `now_ms`.
     pub(super) async fn read(
         &self,

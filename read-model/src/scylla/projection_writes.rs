@@ -78,7 +78,10 @@ impl ProjectionWrites for ScyllaStore {
         let cluster =
             VersionCluster { session: &self.inner.session, statements: &statements, clock: &self.inner.clock };
         let written =
-            write_protocol::write_batch(&cluster, &self.inner.recounts, &batch, placement.first_sequence).await?;
+            write_protocol::write_batch(&cluster, &self.inner.recounts, &batch, placement.first_sequence).await;
+        // Whatever landed of the documents, none is served as it was before.
+        self.forget_written(version, &batch);
+        let written = written?;
         let notifications = NotificationFeed { session: &self.inner.session, statements: &statements };
         self.sweep_feed(&feed, &notifications, removed, placement.retention_cutoff, now_ms).await?;
         Ok(written)

@@ -28,6 +28,9 @@ pub struct ScyllaSettings {
     /// How far behind now change-feed reads stop, for the changes of other
     /// projectors committed in the same moment to land first.
     pub change_feed_settle: Duration,
+    /// Memory for documents the query API has read, in bytes; 0 turns the
+    /// cache off (see `document_cache`).
+    pub document_cache_bytes: u64,
 }
 
 impl std::fmt::Debug for ScyllaSettings {
@@ -43,6 +46,7 @@ impl std::fmt::Debug for ScyllaSettings {
             .field("request_timeout", &self.request_timeout)
             .field("speculative_delay", &self.speculative_delay)
             .field("change_feed_settle", &self.change_feed_settle)
+            .field("document_cache_bytes", &self.document_cache_bytes)
             .field("user", &self.credentials.as_ref().map(|(user, _)| user))
             .finish()
     }
@@ -61,6 +65,7 @@ impl ScyllaSettings {
             speculative_delay: Duration::from_millis(50),
             credentials: None,
             change_feed_settle: Duration::from_secs(10),
+            document_cache_bytes: crate::sqlite::DEFAULT_DOCUMENT_CACHE_BYTES,
         }
     }
 

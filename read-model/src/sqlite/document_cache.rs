@@ -4,8 +4,8 @@
 //! A point read from SQLite descends two B-trees of a file much larger than
 //! the CPU's caches, and under load that was the largest part of the query
 //! API's time per lookup. This cache answers repeated
-//! reads of a document from memory, within a bound in bytes (S3-FIFO
-//! eviction, by `quick_cache`).
+//! reads of a document from memory, within a bound in bytes
+//! (`crate::cached_documents`).
 //!
 //! It never serves a document older than a pooled reader's snapshot may be.
 //! Every batch write records, in its own transaction, the keys of the
@@ -28,23 +28,19 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock, TryLockError};
 use std::time::{Duration, Instant};
 
-use quick_cache::sync::Cache;
-use quick_cache::{Equivalent, Weighter};
 use rusqlite::Connection;
 
 use super::connections::{PageAccess, open_reader};
 use super::reader_pool::{ReaderPool, SNAPSHOT_REUSE};
 use super::reads;
+use crate::cached_documents::{CachedDocuments, DocumentCacheCounters};
 use crate::clock::Clock;
 use crate::documents::DocumentKind;
-use crate::store::{Body, DocumentCacheStatistics, StoreError};
+use crate::store::{Body, StoreError};
 
 /// Pending batch records above which dropping everything is cheaper than
 /// dropping their keys one by one.
 const MAX_RECORDS_APPLIED: i64 = 64;
-
-/// Memory an entry takes beside its key and body (map slot, allocations).
-const ENTRY_OVERHEAD_BYTES: u64 = 64;
 
 /// Applied-through value before the first refresh: nothing may be kept yet.
 const NOTHING_APPLIED: i64 = i64::MIN;
@@ -58,7 +54,7 @@ const RETRY_REFRESH_AFTER: Duration = Duration::from_secs(1);
 #[derive(Debug)]
 pub(super) struct DocumentCache {
     path: PathBuf,
-    entries: Cache<CachedDocument, Body, BodyWeight>,
+    entries: CachedDocuments,
     /// The newest change record applied to `entries`.
     applied_through: RwLock<i64>,
     /// A connection outside any transaction, so each refresh sees the newest commit.
@@ -74,55 +70,6 @@ pub(super) struct DocumentCache {
     counters: Arc<DocumentCacheCounters>,
 }
 
-/// What the caches of one store have done, counted across model versions.
-#[derive(Debug, Default)]
-pub(super) struct DocumentCacheCounters {
-    hits: AtomicU64,
-    misses: AtomicU64,
-    resets: AtomicU64,
-}
-
-impl DocumentCacheCounters {
-    /// The counters, with `bytes` held by the cache being read now.
-    pub(super) fn statistics(&self, bytes: u64) -> DocumentCacheStatistics {
-        DocumentCacheStatistics {
-            hits: self.hits.load(Ordering::Relaxed),
-            misses: self.misses.load(Ordering::Relaxed),
-            resets: self.resets.load(Ordering::Relaxed),
-            bytes,
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct CachedDocument {
-    kind: DocumentKind,
-    key: Box<str>,
-}
-
-/// A borrowed [`CachedDocument`], so that a lookup allocates nothing. Its
-/// fields hash exactly as the owned key's do.
-#[derive(Hash)]
-struct DocumentLookup<'a> {
-    kind: DocumentKind,
-    key: &'a str,
-}
-
-impl Equivalent<CachedDocument> for DocumentLookup<'_> {
-    fn equivalent(&self, cached: &CachedDocument) -> bool {
-        self.kind == cached.kind && self.key == &*cached.key
-    }
-}
-
-#[derive(Debug, Clone, Copy)]
-struct BodyWeight;
-
-impl Weighter<CachedDocument, Body> for BodyWeight {
-    fn weight(&self, cached: &CachedDocument, body: &Body) -> u64 {
-        (cached.key.len() + body.len()) as u64 + ENTRY_OVERHEAD_BYTES
-    }
-}
-
 impl DocumentCache {
     /// A cache of the documents of the model file at `path`, holding up to
     /// `capacity_bytes` and counting into `counters`.
@@ -132,10 +79,9 @@ impl DocumentCache {
         counters: Arc<DocumentCacheCounters>,
         clock: Clock,
     ) -> DocumentCache {
-        let estimated_entries = usize::try_from(capacity_bytes / 2_048).unwrap_or(usize::MAX).max(16);
         DocumentCache {
             path,
-            entries: Cache::with_weighter(estimated_entries, capacity_bytes, BodyWeight),
+            entries: CachedDocuments::new(capacity_bytes),
             applied_through: RwLock::new(NOTHING_APPLIED),
             refresher: Mutex::new(None),
             epoch: clock.now(),
@@ -159,11 +105,11 @@ impl DocumentCache {
         if !self.is_fresh(write_generation) && !self.refresh(write_generation) {
             return readers.with(|connection| reads::document(connection, kind, key));
         }
-        if let Some(body) = self.entries.get(&DocumentLookup { kind, key }) {
-            self.counters.hits.fetch_add(1, Ordering::Relaxed);
-            return Ok(Some(body));
+        if let Some(kept) = self.entries.get(kind, key) {
+            self.counters.hit();
+            return Ok(Some(kept.body));
         }
-        self.counters.misses.fetch_add(1, Ordering::Relaxed);
+        self.counters.miss();
         let (body, read_at) = readers.with(|connection| {
             Ok((reads::document(connection, kind, key)?, reads::latest_document_change(connection)?))
         })?;
@@ -175,7 +121,7 @@ impl DocumentCache {
 
     /// The bytes held, keys and bodies.
     pub(super) fn bytes(&self) -> u64 {
-        self.entries.weight()
+        self.entries.bytes()
     }
 
     fn now(&self) -> u64 {
@@ -193,7 +139,7 @@ impl DocumentCache {
         // Held while inserting, so no refresh can apply a record in between.
         let applied_through = self.applied_through.read().unwrap_or_else(PoisonError::into_inner);
         if *applied_through != NOTHING_APPLIED && read_at >= *applied_through {
-            self.entries.insert(CachedDocument { kind, key: key.into() }, body.clone());
+            self.entries.keep(kind, key, body, 0);
         }
     }
 
@@ -248,16 +194,12 @@ impl DocumentCache {
             && records.iter().zip(applied + 1..).all(|((sequence, _), expected)| *sequence == expected);
         let mut applied_through = self.applied_through.write().unwrap_or_else(PoisonError::into_inner);
         if contiguous {
-            for (_, keys) in &records {
-                for key in keys {
-                    for kind in DocumentKind::ALL {
-                        self.entries.remove(&DocumentLookup { kind, key });
-                    }
-                }
+            for key in records.iter().flat_map(|(_, keys)| keys) {
+                self.entries.forget(key);
             }
         } else if applied != NOTHING_APPLIED {
             self.entries.clear();
-            self.counters.resets.fetch_add(1, Ordering::Relaxed);
+            self.counters.reset();
         }
         *applied_through = latest;
         Ok(())

@@ -41,10 +41,10 @@ use rusqlite::Connection;
 
 use self::api_keys::ApiKeyFile;
 use self::connections::{PageAccess, open_writer};
-use self::document_cache::DocumentCacheCounters;
 use self::reader_pool::ReaderPool;
 use self::version_files::VersionFile;
 use crate::active_version_cache::ActiveVersionCache;
+use crate::cached_documents::DocumentCacheCounters;
 use crate::clock::Clock;
 use crate::store::{ModelVersion, StoreError};
 

@@ -1,0 +1,250 @@
+//! Documents the query API has read from the cluster, held in memory until a
+//! notification says they changed, and never longer than the feed lets a
+//! notification take to land.
+//!
+//! Why: over CQL a lookup's largest cost is the node's read, which takes
+//! more CPU than the rest of the request; a document that did not change
+//! need not be read again.
+//!
+//! How it stays fresh. The projector writes a batch's notifications only
+//! after the documents they announce (`write_protocol`, phase "notified"),
+//! and every change of a document's bytes changes the tag of its answer, so
+//! it is notified. At most once every [`REFRESH_INTERVAL`] (on the first
+//! read after it) the cache reads the notifications of both audiences
+//! written since it last looked, settled or not, and drops every document of
+//! each id they name. A document read from the cluster is kept only if no
+//! refresh dropped anything while it was read. The notifications of one
+//! batch land in any order, and projectors on several hosts stamp them with
+//! their own clocks, so one may land behind a position already read: each
+//! refresh reads the last [`REREAD_WINDOW`] again, and no entry is served
+//! once it is older than the feed's settle time (`change_feed_settle`, the
+//! time the feed itself gives such a notification to land) or that window,
+//! whichever is longer. A refresh that finds more than
+//! [`MOST_NOTIFICATIONS_READ`] of an audience (a projector working through
+//! a backlog) drops everything instead. The batches this process writes
+//! drop their documents at once.
+//!
+//! It must not serve a document past a notification of it that a refresh
+//! has read, nor one older than its age bound; documents come from
+//! `reads`, notifications from `notification_feed`.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::{Duration, Instant};
+
+use super::notification_feed::NotificationFeed;
+use super::reads::VersionReads;
+use crate::cached_documents::{CachedDocuments, DocumentCacheCounters};
+use crate::change_feed::{FeedPosition, sequence_of_millisecond};
+use crate::clock::Clock;
+use crate::documents::DocumentKind;
+use crate::identifiers::Audience;
+use crate::notifications::{NotificationQuery, NotificationsRead};
+use crate::store::{Body, ModelVersion, StoreError};
+
+/// How long the entries are served after a refresh before the next one.
+pub const REFRESH_INTERVAL: Duration = Duration::from_millis(100);
+
+/// How far back each refresh reads the notifications again.
+pub const REREAD_WINDOW: Duration = Duration::from_secs(1);
+
+/// Notifications of an audience a refresh reads at most; past that it drops
+/// every entry, which costs fewer reads of the node than the rest would.
+pub const MOST_NOTIFICATIONS_READ: u32 = 256;
+
+/// How long reads go straight to the cluster after a refresh failed.
+const RETRY_REFRESH_AFTER: Duration = Duration::from_secs(1);
+
+/// The documents of one model version held in memory.
+#[derive(Debug)]
+pub(super) struct DocumentCache {
+    version: ModelVersion,
+    entries: CachedDocuments,
+    /// Grows with every refresh or write that drops entries: a read keeps
+    /// what it read only if it did not grow meanwhile.
+    generation: RwLock<u64>,
+    /// Where the next refresh reads from; `None` before the first.
+    read_through: tokio::sync::Mutex<Option<FeedPosition>>,
+    clock: Clock,
+    epoch: Instant,
+    /// The oldest an entry may be served, in nanoseconds.
+    max_age: u64,
+    /// Until when, in nanoseconds since `epoch`, the last refresh vouches for the entries.
+    fresh_until: AtomicU64,
+    /// Until when, in nanoseconds since `epoch`, no refresh is tried after one failed.
+    refresh_failed_until: AtomicU64,
+    counters: Arc<DocumentCacheCounters>,
+}
+
+/// What a read of a document needs from the active version.
+pub(super) struct VersionSources<'a> {
+    pub reads: VersionReads<'a>,
+    pub notifications: NotificationFeed<'a>,
+}
+
+impl DocumentCache {
+    /// A cache of model version `version`'s documents, holding up to
+    /// `capacity_bytes`, serving none older than `settle` (or the re-read
+    /// window), counting into `counters`.
+    pub(super) fn new(
+        version: ModelVersion,
+        capacity_bytes: u64,
+        settle: Duration,
+        clock: Clock,
+        counters: Arc<DocumentCacheCounters>,
+    ) -> DocumentCache {
+        DocumentCache {
+            version,
+            entries: CachedDocuments::new(capacity_bytes),
+            generation: RwLock::new(0),
+            read_through: tokio::sync::Mutex::new(None),
+            epoch: clock.now(),
+            clock,
+            max_age: nanos(settle.max(REREAD_WINDOW)),
+            fresh_until: AtomicU64::new(0),
+            refresh_failed_until: AtomicU64::new(0),
+            counters,
+        }
+    }
+
+    pub(super) fn version(&self) -> ModelVersion {
+        self.version
+    }
+
+    /// The bytes held, keys and bodies.
+    pub(super) fn bytes(&self) -> u64 {
+        self.entries.bytes()
+    }
+
+    /// One document: from memory when the cache can vouch for it, else from
+    /// the cluster (and then kept).
+    pub(super) async fn document(
+        &self,
+        sources: &VersionSources<'_>,
+        kind: DocumentKind,
+        key: &str,
+    ) -> Result<Option<Body>, StoreError> {
+        if !self.is_fresh() && !self.refresh(&sources.notifications).await {
+            return sources.reads.document(kind, key).await;
+        }
+        let read_at = self.now();
+        if let Some(kept) = self.entries.get(kind, key)
+            && read_at.saturating_sub(kept.kept_at) < self.max_age
+        {
+            self.counters.hit();
+            return Ok(Some(kept.body));
+        }
+        self.counters.miss();
+        let generation = *self.generation.read().unwrap_or_else(PoisonError::into_inner);
+        let body = sources.reads.document(kind, key).await?;
+        if let Some(body) = &body {
+            // Held while inserting, so no refresh can drop anything in between.
+            let current = self.generation.read().unwrap_or_else(PoisonError::into_inner);
+            if *current == generation {
+                self.entries.keep(kind, key, body, read_at);
+            }
+        }
+        Ok(body)
+    }
+
+    /// Drops the documents of `keys`, which this process has just written.
+    pub(super) fn forget_written<'k>(&self, keys: impl IntoIterator<Item = &'k str>) {
+        let mut generation = self.generation.write().unwrap_or_else(PoisonError::into_inner);
+        for key in keys {
+            self.entries.forget(key);
+        }
+        *generation += 1;
+    }
+
+    fn now(&self) -> u64 {
+        nanos(self.clock.since(self.epoch))
+    }
+
+    fn is_fresh(&self) -> bool {
+        self.now() < self.fresh_until.load(Ordering::Acquire)
+    }
+
+    /// Applies the notifications written since the last refresh. False when
+    /// the cache cannot vouch for its entries now: another read is
+    /// refreshing, or the notifications cannot be read.
+    async fn refresh(&self, feed: &NotificationFeed<'_>) -> bool {
+        if self.now() < self.refresh_failed_until.load(Ordering::Acquire) {
+            return false;
+        }
+        let Ok(mut read_through) = self.read_through.try_lock() else { return false };
+        if self.is_fresh() {
+            return true;
+        }
+        let started = self.now();
+        match self.apply_notifications(&mut read_through, feed).await {
+            Ok(()) => {
+                self.fresh_until.store(started.saturating_add(nanos(REFRESH_INTERVAL)), Ordering::Release);
+                true
+            }
+            Err(_) => {
+                // The entries stay, unvouched: reads go to the cluster, which
+                // reports any failure, until a refresh succeeds.
+                let retry = self.now().saturating_add(nanos(RETRY_REFRESH_AFTER));
+                self.refresh_failed_until.store(retry, Ordering::Release);
+                false
+            }
+        }
+    }
+
+    async fn apply_notifications(
+        &self,
+        read_through: &mut Option<FeedPosition>,
+        feed: &NotificationFeed<'_>,
+    ) -> Result<(), StoreError> {
+        let Some(start) = read_through.clone() else {
+            // The first look: nothing is held yet, so nothing before now can be stale.
+            *read_through = Some(feed.end_position().await?);
+            return Ok(());
+        };
+        let now_ms = self.clock.unix_ms();
+        let window = i64::try_from(REREAD_WINDOW.as_millis()).unwrap_or(i64::MAX);
+        let reread_from = start
+            .clone()
+            .min(FeedPosition { sequence: sequence_of_millisecond(now_ms - window), lcc_id: String::new() });
+        let mut newest = start;
+        let mut ids = BTreeSet::new();
+        let mut too_many = false;
+        for audience in [Audience::Production, Audience::Sandbox] {
+            let after = Some((self.version, reread_from.clone()));
+            let query = NotificationQuery { audience, after, limit: MOST_NOTIFICATIONS_READ };
+            match feed.read(self.version, &query, now_ms, Duration::ZERO).await? {
+                NotificationsRead::Page(page) => {
+                    too_many |= page.items.len() >= MOST_NOTIFICATIONS_READ as usize;
+                    for item in page.items {
+                        newest = newest.max(item.position.clone());
+                        ids.insert(item.position.lcc_id);
+                    }
+                }
+                // Retention passed the position: whatever happened since is unknown.
+                NotificationsRead::Gone { .. } => too_many = true,
+            }
+        }
+        if too_many {
+            newest = newest.max(feed.end_position().await?);
+        }
+        if too_many || !ids.is_empty() {
+            let mut generation = self.generation.write().unwrap_or_else(PoisonError::into_inner);
+            if too_many {
+                self.entries.clear();
+                self.counters.reset();
+            } else {
+                for id in &ids {
+                    self.entries.forget(id);
+                }
+            }
+            *generation += 1;
+        }
+        *read_through = Some(newest);
+        Ok(())
+    }
+}
+
+fn nanos(duration: Duration) -> u64 {
+    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
+}

@@ -1,0 +1,161 @@
+//! The CQL backend's document cache, seen from the query API, on the cluster
+//! `SCYLLA_NODES` names. Two stores on one keyspace stand for the projector
+//! and the API. A document changed by a batch is served anew once the API
+//! reads the batch's notifications (at most a refresh interval later),
+//! documents no notification names keep being answered from memory, and a
+//! change nobody notified is served once the cached copy reaches its age
+//! bound. Both stores read one manual clock the tests move, so a bound is
+//! checked by moving past it, not by sleeping.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use read_model::clock::Clock;
+use read_model::documents::DocumentKind;
+use read_model::notifications::{AnswerTags, Notification, NotificationWrite, Subject};
+use read_model::{
+    DocumentCacheStatistics, DocumentReads, DocumentWrite, ModelVersion, ModelVersions, ProjectionWrites,
+    ScyllaSettings, ScyllaStore, WriteBatch, WriteVersion,
+};
+
+const V1: ModelVersion = ModelVersion(1);
+const SETTLE: Duration = Duration::from_secs(10);
+/// How often the API's cache reads the notifications (`REFRESH_INTERVAL`).
+const REFRESH: Duration = Duration::from_millis(100);
+/// How far back each refresh reads the notifications again (`REREAD_WINDOW`).
+const REREAD_WINDOW: Duration = Duration::from_secs(1);
+
+struct TwoProcesses {
+    projector: ScyllaStore,
+    api: ScyllaStore,
+    clock: Clock,
+    settings: ScyllaSettings,
+}
+
+async fn two_processes(name: &str) -> TwoProcesses {
+    let nodes = std::env::var("SCYLLA_NODES")
+        .ok()
+        .filter(|nodes| !nodes.trim().is_empty())
+        .expect("SCYLLA_NODES names the CQL cluster this test runs on (scripts/test.sh starts one)");
+    let mut settings = ScyllaSettings::new(nodes.split(',').map(|node| node.trim().to_owned()).collect());
+    let started = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_millis() % 1_000_000);
+    settings.keyspace = format!("cache_{name}_{}_{started}", std::process::id());
+    settings.change_feed_settle = SETTLE;
+    let clock = Clock::manual();
+    let projector =
+        ScyllaStore::connect_with_clock(settings.clone(), clock.clone()).await.expect("the cluster answers");
+    projector.migrate().await.expect("migrate");
+    projector.create_model_version(V1).await.expect("create");
+    projector.activate_model_version(V1).await.expect("activate");
+    let api = ScyllaStore::connect_with_clock(settings.clone(), clock.clone()).await.expect("connect a second time");
+    TwoProcesses { projector, api, clock, settings }
+}
+
+fn profile(key: &str, text: &str) -> DocumentWrite {
+    DocumentWrite {
+        kind: DocumentKind::RightsProfile,
+        key: key.into(),
+        body: Some(text.as_bytes().to_vec()),
+        version: WriteVersion(text.len() as u64),
+    }
+}
+
+fn notification(id: &str, version: u64) -> NotificationWrite {
+    let notification = Notification {
+        subject: Subject::Work,
+        id: id.into(),
+        version,
+        withdrawn: false,
+        changed: Vec::new(),
+        tags: AnswerTags::default(),
+        parties: Vec::new(),
+    };
+    NotificationWrite { id: id.into(), version, body: notification.encode() }
+}
+
+/// A batch writing `documents` and notifying the ids of `notified`.
+async fn write(store: &ScyllaStore, documents: Vec<DocumentWrite>, notified: &[&str]) {
+    let notifications = notified.iter().map(|id| notification(id, 1)).collect();
+    let batch = WriteBatch { documents, notifications, ..WriteBatch::default() };
+    store.apply_batch(V1, Arc::new(batch)).await.expect("write batch");
+}
+
+async fn read(store: &ScyllaStore, key: &str) -> Option<String> {
+    let body = store.document(DocumentKind::RightsProfile, key).await.expect("read");
+    body.map(|bytes| String::from_utf8(bytes).expect("utf-8"))
+}
+
+fn statistics(store: &ScyllaStore) -> DocumentCacheStatistics {
+    store.document_cache_statistics().expect("the cache is on by default")
+}
+
+#[tokio::test]
+async fn a_notified_change_is_served_after_the_next_refresh_and_other_documents_stay_in_memory() {
+    let TwoProcesses { projector, api, clock, .. } = two_processes("notified").await;
+    write(&projector, vec![profile("LCC-A", "a1"), profile("LCC-B", "b1")], &["LCC-A", "LCC-B"]).await;
+    assert_eq!(read(&api, "LCC-A").await.as_deref(), Some("a1"));
+    assert_eq!(read(&api, "LCC-B").await.as_deref(), Some("b1"));
+    // Past the window each refresh reads again, which drops what it names once more.
+    clock.advance(REREAD_WINDOW + REFRESH);
+    assert_eq!(read(&api, "LCC-A").await.as_deref(), Some("a1"));
+    assert_eq!(statistics(&api).hits, 1, "the second read of LCC-A is answered from memory");
+
+    write(&projector, vec![profile("LCC-A", "a2, later")], &["LCC-A"]).await;
+    assert_eq!(read(&api, "LCC-A").await.as_deref(), Some("a1"), "within a refresh interval the copy may serve");
+    clock.advance(REFRESH);
+    assert_eq!(read(&api, "LCC-A").await.as_deref(), Some("a2, later"), "the notification dropped the copy");
+    let hits = statistics(&api).hits;
+    assert_eq!(read(&api, "LCC-B").await.as_deref(), Some("b1"));
+    assert_eq!(statistics(&api).hits, hits + 1, "LCC-B was not notified since, so it is still answered from memory");
+    projector.drop_all_keyspaces().await.expect("drop the test's keyspaces");
+}
+
+#[tokio::test]
+async fn a_change_nobody_notified_is_served_once_the_copy_reaches_its_age_bound() {
+    let TwoProcesses { projector, api, clock, .. } = two_processes("unnotified").await;
+    write(&projector, vec![profile("LCC-A", "a1")], &["LCC-A"]).await;
+    assert_eq!(read(&api, "LCC-A").await.as_deref(), Some("a1"));
+    write(&projector, vec![profile("LCC-A", "a2, unannounced")], &[]).await;
+    clock.advance(SETTLE / 2);
+    assert_eq!(read(&api, "LCC-A").await.as_deref(), Some("a1"), "no notification names it, so the copy serves");
+    clock.advance(SETTLE / 2);
+    assert_eq!(read(&api, "LCC-A").await.as_deref(), Some("a2, unannounced"), "but never past the settle time");
+    projector.drop_all_keyspaces().await.expect("drop the test's keyspaces");
+}
+
+#[tokio::test]
+async fn a_write_of_this_process_is_seen_at_once() {
+    let TwoProcesses { projector, .. } = two_processes("own").await;
+    write(&projector, vec![profile("LCC-A", "a1")], &[]).await;
+    assert_eq!(read(&projector, "LCC-A").await.as_deref(), Some("a1"));
+    write(&projector, vec![profile("LCC-A", "a2, own")], &[]).await;
+    assert_eq!(read(&projector, "LCC-A").await.as_deref(), Some("a2, own"));
+    projector.drop_all_keyspaces().await.expect("drop the test's keyspaces");
+}
+
+#[tokio::test]
+async fn a_refresh_that_finds_a_backlog_of_notifications_drops_everything() {
+    let TwoProcesses { projector, api, clock, .. } = two_processes("backlog").await;
+    write(&projector, vec![profile("LCC-A", "a1")], &["LCC-A"]).await;
+    assert_eq!(read(&api, "LCC-A").await.as_deref(), Some("a1"));
+    let many: Vec<String> = (0..300).map(|index| format!("LCC-{index:04}")).collect();
+    let notified: Vec<&str> = many.iter().map(String::as_str).collect();
+    write(&projector, vec![profile("LCC-A", "a2, in a backlog")], &notified).await;
+    clock.advance(REFRESH);
+    assert_eq!(read(&api, "LCC-A").await.as_deref(), Some("a2, in a backlog"), "dropped with everything else");
+    assert_eq!(statistics(&api).resets, 1, "one refresh read more notifications than it reads one by one");
+    projector.drop_all_keyspaces().await.expect("drop the test's keyspaces");
+}
+
+#[tokio::test]
+async fn a_store_without_a_cache_reports_none_and_reads_the_cluster() {
+    let TwoProcesses { projector, clock, mut settings, .. } = two_processes("off").await;
+    settings.document_cache_bytes = 0;
+    let api = ScyllaStore::connect_with_clock(settings, clock).await.expect("connect");
+    write(&projector, vec![profile("LCC-A", "a1")], &[]).await;
+    assert_eq!(read(&api, "LCC-A").await.as_deref(), Some("a1"));
+    write(&projector, vec![profile("LCC-A", "a2")], &[]).await;
+    assert_eq!(read(&api, "LCC-A").await.as_deref(), Some("a2"), "without a cache, every read reads the cluster");
+    assert_eq!(api.document_cache_statistics(), None);
+    projector.drop_all_keyspaces().await.expect("drop the test's keyspaces");
+}
