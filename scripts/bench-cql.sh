@@ -3,7 +3,9 @@
 # Kafka (one KRaft broker) into Apache Cassandra (NODES nodes, replication
 # factor min(NODES, 3), LOCAL_QUORUM), beside a bare rdkafka consumer
 # draining the same topics in the same run; then rights-by-id lookups served
-# from Cassandra, beside the constant-body ceiling, in alternating rounds.
+# from Cassandra with the query API's document cache and without it
+# (`--document-cache-mib 0`: every lookup reads the node), beside the
+# constant-body ceiling, in alternating rounds.
 #
 #   scripts/bench-cql.sh [NODES] [WORKS] [SECONDS] [CONNECTIONS]
 #
@@ -49,21 +51,26 @@ echo "projecting from Kafka into Cassandra..." >&2
 "$projector" run --source "kafka://$bootstrap" "${store[@]}" --admin-listen 127.0.0.1:0 \
     --dead-letter-topic dead-letters --writer-schema-dir "$work_directory/schemas" \
     --exit-when-caught-up >"$work_directory/summary.json" 2> >(sed 's/\x1b\[[0-9;]*m//g' >"$work_directory/projector.log")
-sleep 0.5
+wait_until_idle "$work_directory"/cassandra/node-*/pid
 
 export BENCH_API_KEY BENCH_WORKS="$works"
 BENCH_API_KEY=$("$query_api" keys "${store[@]}" issue --partner "Load benchmark" \
     --scopes rights:read --rate-limit 1000000000 2>/dev/null)
-api_port=$(free_port)
+api_port=$(free_port) uncached_port=$(free_port)
 RUST_LOG=warn "$query_api" serve "${store[@]}" --listen "127.0.0.1:$api_port" \
     --admin-listen "127.0.0.1:$(free_port)" --snapshot-interval-minutes 0 &
 pids+=($!)
+RUST_LOG=warn "$query_api" serve "${store[@]}" --listen "127.0.0.1:$uncached_port" \
+    --admin-listen "127.0.0.1:$(free_port)" --snapshot-interval-minutes 0 --document-cache-mib 0 &
+pids+=($!)
 wait_for "http://127.0.0.1:$api_port/api/v1/public/v1/openapi.json"
+wait_for "http://127.0.0.1:$uncached_port/api/v1/public/v1/openapi.json"
 start_ceiling "$api_port" "$works"
-warm "$api_port" "$ceiling_port"
+warm "$api_port" "$uncached_port" "$ceiling_port"
 for round in 1 2 3; do
-    echo "round $round: query API over Cassandra, ceiling, ${seconds} s each ($connections connections)" >&2
+    echo "round $round: query API over Cassandra cached and uncached, ceiling, ${seconds} s each ($connections connections)" >&2
     load "http://127.0.0.1:$api_port" "$work_directory/api-$round.txt"
+    load "http://127.0.0.1:$uncached_port" "$work_directory/uncached-$round.txt"
     load "http://127.0.0.1:$ceiling_port" "$work_directory/ceiling-$round.txt"
 done
 
@@ -80,9 +87,10 @@ print(f"bare consumer drain: {bare['messages']} messages in {bare['seconds']:.2f
 print(f"projector into Cassandra ({nodes} node(s)): {summary['events']} events in {seconds:.2f} s "
       f"(from the first event to the last commit) = {rate:.0f} events/s (applied {summary['applied']}, "
       f"parked {summary['parked']}, batches {summary['batches']}); ratio to the bare drain {rate / bare['messagesPerSecond']:.2f}")
-api, ceiling = median_round(directory, "api"), median_round(directory, "ceiling")
+api, uncached = median_round(directory, "api"), median_round(directory, "uncached")
+ceiling = median_round(directory, "ceiling")
 print(f"lookups, ceiling body {size} bytes; median round of each:")
-for name, (rate, p50, p99, failed, requests) in (("over Cassandra", api), ("ceiling", ceiling)):
+for name, (rate, p50, p99, failed, requests) in (("cached", api), ("uncached", uncached), ("ceiling", ceiling)):
     print(f"{name:>15}: {rate:>10,.0f} requests/s   p50 {p50:6.2f} ms   p99 {p99:6.2f} ms   non-2xx {failed} of {requests}")
-print(f"          ratio: {api[0] / ceiling[0]:.2f} (query API over Cassandra / ceiling)")
+print(f"         ratios: cached {api[0] / ceiling[0]:.2f}, uncached {uncached[0] / ceiling[0]:.2f} (query API over Cassandra / ceiling)")
 PY

@@ -17,18 +17,10 @@ use crate::store::{Body, DocumentCacheStatistics};
 /// Memory an entry takes beside its key and body (map slot, allocations).
 const ENTRY_OVERHEAD_BYTES: u64 = 64;
 
-/// Documents held in memory, each with when it was kept.
+/// Documents held in memory.
 #[derive(Debug)]
 pub(crate) struct CachedDocuments {
-    entries: Cache<CachedDocument, Kept, BodyWeight>,
-}
-
-/// A document held, and when it was kept, in the owning cache's clock
-/// (nanoseconds since its own epoch).
-#[derive(Debug, Clone)]
-pub(crate) struct Kept {
-    pub(crate) body: Body,
-    pub(crate) kept_at: u64,
+    entries: Cache<CachedDocument, Body, BodyWeight>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -54,9 +46,9 @@ impl Equivalent<CachedDocument> for DocumentLookup<'_> {
 #[derive(Debug, Clone, Copy)]
 struct BodyWeight;
 
-impl Weighter<CachedDocument, Kept> for BodyWeight {
-    fn weight(&self, cached: &CachedDocument, kept: &Kept) -> u64 {
-        (cached.key.len() + kept.body.len()) as u64 + ENTRY_OVERHEAD_BYTES
+impl Weighter<CachedDocument, Body> for BodyWeight {
+    fn weight(&self, cached: &CachedDocument, body: &Body) -> u64 {
+        (cached.key.len() + body.len()) as u64 + ENTRY_OVERHEAD_BYTES
     }
 }
 
@@ -67,12 +59,12 @@ impl CachedDocuments {
         CachedDocuments { entries: Cache::with_weighter(estimated_entries, capacity_bytes, BodyWeight) }
     }
 
-    pub(crate) fn get(&self, kind: DocumentKind, key: &str) -> Option<Kept> {
+    pub(crate) fn get(&self, kind: DocumentKind, key: &str) -> Option<Body> {
         self.entries.get(&DocumentLookup { kind, key })
     }
 
-    pub(crate) fn keep(&self, kind: DocumentKind, key: &str, body: &Body, kept_at: u64) {
-        self.entries.insert(CachedDocument { kind, key: key.into() }, Kept { body: body.clone(), kept_at });
+    pub(crate) fn keep(&self, kind: DocumentKind, key: &str, body: &Body) {
+        self.entries.insert(CachedDocument { kind, key: key.into() }, body.clone());
     }
 
     /// Drops every kind of document of `key`.

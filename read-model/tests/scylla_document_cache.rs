@@ -3,9 +3,9 @@
 //! and the API. A document changed by a batch is served anew once the API
 //! reads the batch's notifications (at most a refresh interval later),
 //! documents no notification names keep being answered from memory, and a
-//! change nobody notified is served once the cached copy reaches its age
-//! bound. Both stores read one manual clock the tests move, so a bound is
-//! checked by moving past it, not by sleeping.
+//! notification of a projector whose clock is behind is found by the next
+//! re-read of the settle time. The stores read manual clocks the tests
+//! move, so a bound is checked by moving past it, not by sleeping.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -24,11 +24,15 @@ const SETTLE: Duration = Duration::from_secs(10);
 const REFRESH: Duration = Duration::from_millis(100);
 /// How far back each refresh reads the notifications again (`REREAD_WINDOW`).
 const REREAD_WINDOW: Duration = Duration::from_secs(1);
+/// How often a refresh reads the whole settle time again (`FULL_REREAD_INTERVAL`).
+const FULL_REREAD_INTERVAL: Duration = Duration::from_secs(5);
 
 struct TwoProcesses {
     projector: ScyllaStore,
     api: ScyllaStore,
     clock: Clock,
+    /// A clock started with `clock`, for a process on another host.
+    other_host_clock: Clock,
     settings: ScyllaSettings,
 }
 
@@ -41,14 +45,14 @@ async fn two_processes(name: &str) -> TwoProcesses {
     let started = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_millis() % 1_000_000);
     settings.keyspace = format!("cache_{name}_{}_{started}", std::process::id());
     settings.change_feed_settle = SETTLE;
-    let clock = Clock::manual();
+    let (clock, other_host_clock) = (Clock::manual(), Clock::manual());
     let projector =
         ScyllaStore::connect_with_clock(settings.clone(), clock.clone()).await.expect("the cluster answers");
     projector.migrate().await.expect("migrate");
     projector.create_model_version(V1).await.expect("create");
     projector.activate_model_version(V1).await.expect("activate");
     let api = ScyllaStore::connect_with_clock(settings.clone(), clock.clone()).await.expect("connect a second time");
-    TwoProcesses { projector, api, clock, settings }
+    TwoProcesses { projector, api, clock, other_host_clock, settings }
 }
 
 fn profile(key: &str, text: &str) -> DocumentWrite {
@@ -111,15 +115,29 @@ async fn a_notified_change_is_served_after_the_next_refresh_and_other_documents_
 }
 
 #[tokio::test]
-async fn a_change_nobody_notified_is_served_once_the_copy_reaches_its_age_bound() {
-    let TwoProcesses { projector, api, clock, .. } = two_processes("unnotified").await;
+async fn a_notification_that_lands_behind_one_already_read_is_applied_within_the_settle_time() {
+    let TwoProcesses { projector, api, clock, other_host_clock, settings } = two_processes("late").await;
+    // A projector on another host, whose clock falls three seconds behind.
+    let lagging = ScyllaStore::connect_with_clock(settings, other_host_clock).await.expect("connect a third time");
+    clock.advance(Duration::from_secs(3));
     write(&projector, vec![profile("LCC-A", "a1")], &["LCC-A"]).await;
     assert_eq!(read(&api, "LCC-A").await.as_deref(), Some("a1"));
-    write(&projector, vec![profile("LCC-A", "a2, unannounced")], &[]).await;
-    clock.advance(SETTLE / 2);
-    assert_eq!(read(&api, "LCC-A").await.as_deref(), Some("a1"), "no notification names it, so the copy serves");
-    clock.advance(SETTLE / 2);
-    assert_eq!(read(&api, "LCC-A").await.as_deref(), Some("a2, unannounced"), "but never past the settle time");
+    // Past the window each refresh reads again, so that only the lagging notification could drop it.
+    clock.advance(REREAD_WINDOW + REFRESH);
+    assert_eq!(read(&api, "LCC-A").await.as_deref(), Some("a1"));
+    write(&lagging, vec![profile("LCC-A", "a2, from behind")], &["LCC-A"]).await;
+    clock.advance(REFRESH);
+    assert_eq!(
+        read(&api, "LCC-A").await.as_deref(),
+        Some("a1"),
+        "the lagging notification sorts before the position read and the last second read again"
+    );
+    clock.advance(FULL_REREAD_INTERVAL);
+    assert_eq!(
+        read(&api, "LCC-A").await.as_deref(),
+        Some("a2, from behind"),
+        "a full re-read of the settle time found it"
+    );
     projector.drop_all_keyspaces().await.expect("drop the test's keyspaces");
 }
 

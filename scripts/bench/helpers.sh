@@ -35,3 +35,21 @@ start_ceiling() {
     pids+=($!)
     wait_for "http://127.0.0.1:$ceiling_port/"
 }
+# Waits until the processes whose pid files are given use less than a tenth
+# of a core over 2 s (a Cassandra node compacting what a load wrote), or
+# 3 minutes have passed, so that lookups are not measured beside that work.
+wait_until_idle() {
+    local deadline=$((SECONDS + 180)) before after
+    cpu_ticks() { for file in "$@"; do cut -d' ' -f14,15 "/proc/$(cat "$file")/stat"; done | awk '{s += $1 + $2} END {print s}'; }
+    while ((SECONDS < deadline)); do
+        before=$(cpu_ticks "$@")
+        sleep 2
+        after=$(cpu_ticks "$@")
+        # Clock ticks are hundredths of a second: 20 ticks in 2 s is a tenth of a core.
+        if ((after - before < 20)); then
+            echo "the nodes are idle (${SECONDS} s into the run)" >&2
+            return
+        fi
+    done
+    echo "the nodes were still busy after 3 minutes; measuring anyway" >&2
+}

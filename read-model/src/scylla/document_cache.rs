@@ -1,6 +1,5 @@
 //! Documents the query API has read from the cluster, held in memory until a
-//! notification says they changed, and never longer than the feed lets a
-//! notification take to land.
+//! notification says they changed.
 //!
 //! Why: over CQL a lookup's largest cost is the node's read, which takes
 //! more CPU than the rest of the request; a document that did not change
@@ -13,20 +12,21 @@
 //! read after it) the cache reads the notifications of both audiences
 //! written since it last looked, settled or not, and drops every document of
 //! each id they name. A document read from the cluster is kept only if no
-//! refresh dropped anything while it was read. The notifications of one
-//! batch land in any order, and projectors on several hosts stamp them with
-//! their own clocks, so one may land behind a position already read: each
-//! refresh reads the last [`REREAD_WINDOW`] again, and no entry is served
-//! once it is older than the feed's settle time (`change_feed_settle`, the
-//! time the feed itself gives such a notification to land) or that window,
-//! whichever is longer. A refresh that finds more than
+//! refresh dropped anything while it was read.
+//!
+//! A notification can land behind a position already read: the
+//! notifications of one batch land in any order, so each refresh reads the
+//! last [`REREAD_WINDOW`] again; and projectors on several hosts stamp
+//! theirs with their own clocks, within the feed's settle time
+//! (`change_feed_settle`), so every [`FULL_REREAD_INTERVAL`] a refresh reads
+//! that time and the interval again. A refresh that finds more than
 //! [`MOST_NOTIFICATIONS_READ`] of an audience (a projector working through
 //! a backlog) drops everything instead. The batches this process writes
 //! drop their documents at once.
 //!
 //! It must not serve a document past a notification of it that a refresh
-//! has read, nor one older than its age bound; documents come from
-//! `reads`, notifications from `notification_feed`.
+//! has read; documents come from `reads`, notifications from
+//! `notification_feed`.
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -49,6 +49,9 @@ pub const REFRESH_INTERVAL: Duration = Duration::from_millis(100);
 /// How far back each refresh reads the notifications again.
 pub const REREAD_WINDOW: Duration = Duration::from_secs(1);
 
+/// How often a refresh reads the whole settle time (and this interval) again.
+pub const FULL_REREAD_INTERVAL: Duration = Duration::from_secs(5);
+
 /// Notifications of an audience a refresh reads at most; past that it drops
 /// every entry, which costs fewer reads of the node than the rest would.
 pub const MOST_NOTIFICATIONS_READ: u32 = 256;
@@ -64,17 +67,26 @@ pub(super) struct DocumentCache {
     /// Grows with every refresh or write that drops entries: a read keeps
     /// what it read only if it did not grow meanwhile.
     generation: RwLock<u64>,
-    /// Where the next refresh reads from; `None` before the first.
-    read_through: tokio::sync::Mutex<Option<FeedPosition>>,
+    /// Where the refreshes stand; `None` before the first.
+    read_through: tokio::sync::Mutex<Option<ReadThrough>>,
     clock: Clock,
     epoch: Instant,
-    /// The oldest an entry may be served, in nanoseconds.
-    max_age: u64,
+    /// How far back a full re-read reads: the settle time and the interval between two.
+    full_reread: Duration,
     /// Until when, in nanoseconds since `epoch`, the last refresh vouches for the entries.
     fresh_until: AtomicU64,
     /// Until when, in nanoseconds since `epoch`, no refresh is tried after one failed.
     refresh_failed_until: AtomicU64,
     counters: Arc<DocumentCacheCounters>,
+}
+
+/// Where the refreshes stand.
+#[derive(Debug)]
+struct ReadThrough {
+    /// The newest notification read.
+    position: FeedPosition,
+    /// When the last full re-read ran, in milliseconds since 1970.
+    full_reread_at_ms: i64,
 }
 
 /// What a read of a document needs from the active version.
@@ -85,8 +97,8 @@ pub(super) struct VersionSources<'a> {
 
 impl DocumentCache {
     /// A cache of model version `version`'s documents, holding up to
-    /// `capacity_bytes`, serving none older than `settle` (or the re-read
-    /// window), counting into `counters`.
+    /// `capacity_bytes`, for a feed whose notifications land within
+    /// `settle`, counting into `counters`.
     pub(super) fn new(
         version: ModelVersion,
         capacity_bytes: u64,
@@ -101,7 +113,7 @@ impl DocumentCache {
             read_through: tokio::sync::Mutex::new(None),
             epoch: clock.now(),
             clock,
-            max_age: nanos(settle.max(REREAD_WINDOW)),
+            full_reread: settle + FULL_REREAD_INTERVAL,
             fresh_until: AtomicU64::new(0),
             refresh_failed_until: AtomicU64::new(0),
             counters,
@@ -128,12 +140,9 @@ impl DocumentCache {
         if !self.is_fresh() && !self.refresh(&sources.notifications).await {
             return sources.reads.document(kind, key).await;
         }
-        let read_at = self.now();
-        if let Some(kept) = self.entries.get(kind, key)
-            && read_at.saturating_sub(kept.kept_at) < self.max_age
-        {
+        if let Some(body) = self.entries.get(kind, key) {
             self.counters.hit();
-            return Ok(Some(kept.body));
+            return Ok(Some(body));
         }
         self.counters.miss();
         let generation = *self.generation.read().unwrap_or_else(PoisonError::into_inner);
@@ -142,7 +151,7 @@ impl DocumentCache {
             // Held while inserting, so no refresh can drop anything in between.
             let current = self.generation.read().unwrap_or_else(PoisonError::into_inner);
             if *current == generation {
-                self.entries.keep(kind, key, body, read_at);
+                self.entries.keep(kind, key, body);
             }
         }
         Ok(body)
@@ -194,19 +203,22 @@ impl DocumentCache {
 
     async fn apply_notifications(
         &self,
-        read_through: &mut Option<FeedPosition>,
+        read_through: &mut Option<ReadThrough>,
         feed: &NotificationFeed<'_>,
     ) -> Result<(), StoreError> {
-        let Some(start) = read_through.clone() else {
+        let now_ms = self.clock.unix_ms();
+        // Left as it was when a read fails, so the next refresh reads the same notifications.
+        let Some(ReadThrough { position: start, full_reread_at_ms }) = read_through.as_ref() else {
             // The first look: nothing is held yet, so nothing before now can be stale.
-            *read_through = Some(feed.end_position().await?);
+            *read_through = Some(ReadThrough { position: feed.end_position().await?, full_reread_at_ms: now_ms });
             return Ok(());
         };
-        let now_ms = self.clock.unix_ms();
-        let window = i64::try_from(REREAD_WINDOW.as_millis()).unwrap_or(i64::MAX);
-        let reread_from = start
-            .clone()
-            .min(FeedPosition { sequence: sequence_of_millisecond(now_ms - window), lcc_id: String::new() });
+        let (start, full_reread_at_ms) = (start.clone(), *full_reread_at_ms);
+        let full = now_ms - full_reread_at_ms >= millis(FULL_REREAD_INTERVAL);
+        let window = if full { self.full_reread } else { REREAD_WINDOW };
+        let earliest =
+            FeedPosition { sequence: sequence_of_millisecond(now_ms - millis(window)), lcc_id: String::new() };
+        let reread_from = start.clone().min(earliest);
         let mut newest = start;
         let mut ids = BTreeSet::new();
         let mut too_many = false;
@@ -240,11 +252,16 @@ impl DocumentCache {
             }
             *generation += 1;
         }
-        *read_through = Some(newest);
+        let full_reread_at_ms = if full { now_ms } else { full_reread_at_ms };
+        *read_through = Some(ReadThrough { position: newest, full_reread_at_ms });
         Ok(())
     }
 }
 
 fn nanos(duration: Duration) -> u64 {
     u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
+}
+
+fn millis(duration: Duration) -> i64 {
+    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
 }

@@ -105,9 +105,9 @@ impl DocumentCache {
         if !self.is_fresh(write_generation) && !self.refresh(write_generation) {
             return readers.with(|connection| reads::document(connection, kind, key));
         }
-        if let Some(kept) = self.entries.get(kind, key) {
+        if let Some(body) = self.entries.get(kind, key) {
             self.counters.hit();
-            return Ok(Some(kept.body));
+            return Ok(Some(body));
         }
         self.counters.miss();
         let (body, read_at) = readers.with(|connection| {
@@ -139,7 +139,7 @@ impl DocumentCache {
         // Held while inserting, so no refresh can apply a record in between.
         let applied_through = self.applied_through.read().unwrap_or_else(PoisonError::into_inner);
         if *applied_through != NOTHING_APPLIED && read_at >= *applied_through {
-            self.entries.keep(kind, key, body, 0);
+            self.entries.keep(kind, key, body);
         }
     }
 
