@@ -4,13 +4,13 @@
 //! which is what keeps the API from calling a reader caught up too soon.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use read_model::change_feed::{ChangePage, ChangeQuery, ChangesRead};
 use read_model::clock::Clock;
 use read_model::{
-    Audience, DocumentReads, KeyedWrite, ModelVersion, ModelVersions, ProjectionWrites, ScyllaSettings, ScyllaStore,
-    WriteBatch, WriteVersion,
+    Audience, DocumentReads, KeyedWrite, ModelVersion, ModelVersions, ProjectionWrites, ScyllaStore, WriteBatch,
+    WriteVersion,
 };
 
 const V1: ModelVersion = ModelVersion(1);
@@ -32,13 +32,7 @@ async fn page(store: &ScyllaStore) -> ChangePage {
 
 #[tokio::test]
 async fn a_change_is_served_once_settled_and_a_page_before_then_says_it_is_settling() {
-    let nodes = std::env::var("SCYLLA_NODES")
-        .ok()
-        .filter(|nodes| !nodes.trim().is_empty())
-        .expect("SCYLLA_NODES names the CQL cluster this test runs on (scripts/test.sh starts one)");
-    let mut settings = ScyllaSettings::new(nodes.split(',').map(|node| node.trim().to_owned()).collect());
-    let started = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_millis() % 1_000_000);
-    settings.keyspace = format!("settling_{}_{started}", std::process::id());
+    let mut settings = read_model::conformance::cluster_settings("settling");
     settings.change_feed_settle = SETTLE;
     let clock = Clock::manual();
     let store = ScyllaStore::connect_with_clock(settings, clock.clone()).await.expect("the cluster answers");

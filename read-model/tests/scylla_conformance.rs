@@ -6,23 +6,13 @@
 //! a cluster with anything else.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use read_model::clock::Clock;
 use read_model::conformance::StoreUnderTest;
-use read_model::{ModelVersions, ScyllaSettings, ScyllaStore};
+use read_model::{ModelVersions, ScyllaStore};
 
 async fn fresh_scylla_store(clock: Clock) -> StoreUnderTest {
-    let nodes = std::env::var("SCYLLA_NODES")
-        .ok()
-        .filter(|nodes| !nodes.trim().is_empty())
-        .expect("SCYLLA_NODES names the CQL cluster the conformance suite runs on (scripts/test.sh starts one)");
-    static CASES: AtomicU32 = AtomicU32::new(0);
-    let started = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_millis() % 1_000_000);
-    let mut settings = ScyllaSettings::new(nodes.split(',').map(|node| node.trim().to_owned()).collect());
-    settings.keyspace =
-        format!("conformance_{}_{started}_{}", std::process::id(), CASES.fetch_add(1, Ordering::Relaxed));
+    let mut settings = read_model::conformance::cluster_settings("conformance");
     // One client writes and reads: nothing to wait for before reading the feed.
     settings.change_feed_settle = std::time::Duration::ZERO;
     let store = ScyllaStore::connect_with_clock(settings, clock)

@@ -8,7 +8,7 @@
 //! move, so a bound is checked by moving past it, not by sleeping.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use read_model::clock::Clock;
 use read_model::documents::DocumentKind;
@@ -37,13 +37,7 @@ struct TwoProcesses {
 }
 
 async fn two_processes(name: &str) -> TwoProcesses {
-    let nodes = std::env::var("SCYLLA_NODES")
-        .ok()
-        .filter(|nodes| !nodes.trim().is_empty())
-        .expect("SCYLLA_NODES names the CQL cluster this test runs on (scripts/test.sh starts one)");
-    let mut settings = ScyllaSettings::new(nodes.split(',').map(|node| node.trim().to_owned()).collect());
-    let started = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_millis() % 1_000_000);
-    settings.keyspace = format!("cache_{name}_{}_{started}", std::process::id());
+    let mut settings = read_model::conformance::cluster_settings(&format!("cache_{name}"));
     settings.change_feed_settle = SETTLE;
     let (clock, other_host_clock) = (Clock::manual(), Clock::manual());
     let projector =

@@ -43,6 +43,23 @@ impl std::fmt::Debug for StoreUnderTest {
     }
 }
 
+/// Settings for the CQL cluster `SCYLLA_NODES` names (`host:port`,
+/// comma-separated), with a keyspace of its own named after `purpose`, the
+/// process and the moment, so tests may share a cluster. Without
+/// `SCYLLA_NODES` it panics: a backend that was not tested must not pass.
+pub fn cluster_settings(purpose: &str) -> crate::ScyllaSettings {
+    static KEYSPACES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let nodes = std::env::var("SCYLLA_NODES")
+        .ok()
+        .filter(|nodes| !nodes.trim().is_empty())
+        .expect("SCYLLA_NODES names the CQL cluster the tests run on (scripts/test.sh starts one)");
+    let mut settings = crate::ScyllaSettings::new(nodes.split(',').map(|node| node.trim().to_owned()).collect());
+    let since_epoch = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let number = KEYSPACES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    settings.keyspace = format!("{purpose}_{}_{}_{number}", std::process::id(), since_epoch.as_millis() % 1_000_000);
+    settings
+}
+
 const V1: ModelVersion = ModelVersion(1);
 const V2: ModelVersion = ModelVersion(2);
 
