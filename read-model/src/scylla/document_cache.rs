@@ -11,8 +11,10 @@
 //! it is notified. At most once every [`REFRESH_INTERVAL`] (on the first
 //! read after it) the cache reads the notifications of both audiences
 //! written since it last looked, settled or not, and drops every document of
-//! each id they name. A document read from the cluster is kept only if no
-//! refresh dropped anything while it was read.
+//! each id they name; the reads that arrive while it does are served as the
+//! last refresh left the entries, for up to [`SERVE_WHILE_REFRESHING`] after
+//! it started. A document read from the cluster is kept only if no refresh
+//! dropped anything while it was read.
 //!
 //! A notification can land behind a position already read: the
 //! notifications of one batch land in any order, so each refresh reads the
@@ -46,6 +48,12 @@ use crate::store::{Body, ModelVersion, StoreError};
 /// How long the entries are served after a refresh before the next one.
 pub const REFRESH_INTERVAL: Duration = Duration::from_millis(100);
 
+/// How long after a refresh started the entries are still served while the
+/// next one runs: a refresh takes several reads of the cluster, longer than
+/// [`REFRESH_INTERVAL`] on a busy one, and the reads that arrive meanwhile
+/// would otherwise all go to the cluster.
+pub const SERVE_WHILE_REFRESHING: Duration = Duration::from_secs(1);
+
 /// How far back each refresh reads the notifications again.
 pub const REREAD_WINDOW: Duration = Duration::from_secs(1);
 
@@ -73,8 +81,9 @@ pub(super) struct DocumentCache {
     epoch: Instant,
     /// How far back a full re-read reads: the settle time and the interval between two.
     full_reread: Duration,
-    /// Until when, in nanoseconds since `epoch`, the last refresh vouches for the entries.
-    fresh_until: AtomicU64,
+    /// When the last refresh that succeeded started, in nanoseconds since
+    /// `epoch`; `None` (`u64::MAX`) before the first.
+    refreshed_at: AtomicU64,
     /// Until when, in nanoseconds since `epoch`, no refresh is tried after one failed.
     refresh_failed_until: AtomicU64,
     counters: Arc<DocumentCacheCounters>,
@@ -114,7 +123,7 @@ impl DocumentCache {
             epoch: clock.now(),
             clock,
             full_reread: settle + FULL_REREAD_INTERVAL,
-            fresh_until: AtomicU64::new(0),
+            refreshed_at: AtomicU64::new(u64::MAX),
             refresh_failed_until: AtomicU64::new(0),
             counters,
         }
@@ -137,7 +146,7 @@ impl DocumentCache {
         kind: DocumentKind,
         key: &str,
     ) -> Result<Option<Body>, StoreError> {
-        if !self.is_fresh() && !self.refresh(&sources.notifications).await {
+        if !self.refreshed_within(REFRESH_INTERVAL) && !self.refresh(&sources.notifications).await {
             return sources.reads.document(kind, key).await;
         }
         if let Some(body) = self.entries.get(kind, key) {
@@ -170,25 +179,31 @@ impl DocumentCache {
         nanos(self.clock.since(self.epoch))
     }
 
-    fn is_fresh(&self) -> bool {
-        self.now() < self.fresh_until.load(Ordering::Acquire)
+    /// Whether the last refresh that succeeded started less than `bound` ago.
+    fn refreshed_within(&self, bound: Duration) -> bool {
+        let refreshed_at = self.refreshed_at.load(Ordering::Acquire);
+        refreshed_at != u64::MAX && self.now().saturating_sub(refreshed_at) < nanos(bound)
     }
 
     /// Applies the notifications written since the last refresh. False when
-    /// the cache cannot vouch for its entries now: another read is
-    /// refreshing, or the notifications cannot be read.
+    /// the cache cannot vouch for its entries now: the notifications cannot
+    /// be read, or another read is refreshing and the last refresh started
+    /// [`SERVE_WHILE_REFRESHING`] ago or more.
     async fn refresh(&self, feed: &NotificationFeed<'_>) -> bool {
         if self.now() < self.refresh_failed_until.load(Ordering::Acquire) {
             return false;
         }
-        let Ok(mut read_through) = self.read_through.try_lock() else { return false };
-        if self.is_fresh() {
+        let Ok(mut read_through) = self.read_through.try_lock() else {
+            // Another read is refreshing; the last refresh still vouches for a while.
+            return self.refreshed_within(SERVE_WHILE_REFRESHING);
+        };
+        if self.refreshed_within(REFRESH_INTERVAL) {
             return true;
         }
         let started = self.now();
         match self.apply_notifications(&mut read_through, feed).await {
             Ok(()) => {
-                self.fresh_until.store(started.saturating_add(nanos(REFRESH_INTERVAL)), Ordering::Release);
+                self.refreshed_at.store(started, Ordering::Release);
                 true
             }
             Err(_) => {
