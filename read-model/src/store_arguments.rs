@@ -34,8 +34,9 @@ pub struct StoreArguments {
     pub data_dir: PathBuf,
     /// Memory for documents read from the store, in MiB, dropped when a
     /// batch changes them (on ScyllaDB, when the batch's notifications are
-    /// read, at most a tenth of a second later); 0 turns the cache off. Only
-    /// the query API reads documents, so only it fills the cache.
+    /// read: a tenth of a second later, up to a second on a busy cluster);
+    /// 0 turns the cache off. Only the query API reads documents, so only it
+    /// fills the cache.
     #[arg(long, env = "LCC_DOCUMENT_CACHE_MIB", default_value_t = DEFAULT_DOCUMENT_CACHE_BYTES >> 20)]
     pub document_cache_mib: u64,
     /// ScyllaDB contact points, comma-separated `host:port`.

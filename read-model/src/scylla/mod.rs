@@ -151,6 +151,9 @@ impl ScyllaStore {
 
     /// Drops from the cache of `version`, if there is one, the documents `batch` wrote.
     fn forget_written(&self, version: ModelVersion, batch: &WriteBatch) {
+        if batch.documents.is_empty() {
+            return;
+        }
         let current = self.inner.documents.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(cache) = current.as_ref().filter(|cache| cache.version() == version) {
             cache.forget_written(batch.documents.iter().map(|write| write.key.as_str()));
