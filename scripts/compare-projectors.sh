@@ -46,15 +46,7 @@ PY
     tail -n 1 "$work_directory/results" | awk '{printf "%s  %8.0f events/s  %6.1f s  cpu %6.1f s  peak %4.0f MiB\n", $1, $2 / $3, $3, $4, $5 / 1024}'
 }
 
-for round in $(seq 1 "$pairs"); do
-    if ((round % 2)); then
-        run A "$build_a"
-        run B "$build_b"
-    else
-        run B "$build_b"
-        run A "$build_a"
-    fi
-done
+alternate_pairs "$pairs"
 
 python3 - "$work_directory/results" <<'PY'
 import sys

@@ -70,15 +70,7 @@ PY
         awk '{printf "%s  rebuild %6.1f s  cpu %6.1f s  lookups meanwhile %8.0f/s, p99 %.2f ms, %d failed\n", $1, $2, $3, $4, $5, $6}'
 }
 
-for round in $(seq 1 "$pairs"); do
-    if ((round % 2)); then
-        run A "$build_a"
-        run B "$build_b"
-    else
-        run B "$build_b"
-        run A "$build_a"
-    fi
-done
+alternate_pairs "$pairs"
 
 python3 - "$work_directory/results" <<'PY'
 import sys
