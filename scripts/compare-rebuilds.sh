@@ -29,7 +29,7 @@ data="$work_directory/data"
 
 echo "generating and projecting $works works with $build_a"
 "$build_a" generate --works "$works" --seed 42 --events-per-segment 50000 --out "$work_directory/events" >/dev/null
-"$build_a" run --source "file://$work_directory/events" --data-dir "$data" --admin-listen 127.0.0.1:0 \
+RUST_LOG=warn "$build_a" run --source "file://$work_directory/events" --data-dir "$data" --admin-listen 127.0.0.1:0 \
     --exit-when-caught-up >/dev/null
 export BENCH_API_KEY BENCH_WORKS="$works"
 BENCH_API_KEY=$("$query_api" keys --data-dir "$data" issue --partner "Rebuild comparison" \
