@@ -3,7 +3,8 @@
 # of the same registry while the query API serves rights lookups, in
 # alternating runs, and prints each run and the means: the rebuild's seconds
 # and CPU seconds (/usr/bin/time -v), and the lookups served meanwhile
-# (wrk, 64 connections: rate, p99 and failed requests).
+# (wrk, 64 connections: rate, p99, and failed requests: answers other than
+# 2xx and 3xx, and socket errors).
 #
 #   scripts/compare-rebuilds.sh BINARY_A BINARY_B [PAIRS=3] [WORKS=200000]
 #
@@ -64,6 +65,9 @@ timing = open(f"{directory}/time.txt").read()
 field = lambda name: float(re.search(rf"{name}: ([\d.]+)", timing).group(1))
 cpu = field(r"User time \(seconds\)") + field(r"System time \(seconds\)")
 rate, _, p99, failed, _ = read_round(f"{directory}/wrk.txt")
+# A request that got no answer at all counts as failed too.
+errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", open(f"{directory}/wrk.txt").read())
+failed += sum(map(int, errors.groups())) if errors else 0
 print(label, end - start, cpu, rate, p99, failed)
 PY
     tail -n 1 "$work_directory/results" |
