@@ -151,16 +151,13 @@ PY
     python3 - "$size_directory" "$works" "$start" "$end" "$rebuild_start" "$rebuild_end" >>"$results" <<'PY'
 import contextlib, json, re, sqlite3, sys
 sys.path.insert(0, "scripts/bench")
-from wrk_rounds import median_round, read_round
+from wrk_rounds import median_round, read_round, socket_errors
 directory, works = sys.argv[1], int(sys.argv[2])
 start, end, rebuild_start, rebuild_end = map(float, sys.argv[3:7])
 summary = json.loads(open(f"{directory}/summary.json").read().strip().splitlines()[-1])
 peak_kib = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", open(f"{directory}/time.txt").read()).group(1))
 model = sqlite3.connect(f"file:{directory}/data/model-v1.sqlite?mode=ro", uri=True)
 tables = dict(model.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name").fetchall())
-def socket_errors(path):
-    found = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", open(path).read())
-    return sum(map(int, found.groups())) if found else 0
 # median_round prints every round's rate: to the terminal, not into the results.
 with contextlib.redirect_stdout(sys.stderr):
     cached, uncached, ceiling = (median_round(directory, name) for name in ("cached", "uncached", "ceiling"))

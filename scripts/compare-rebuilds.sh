@@ -59,16 +59,14 @@ run() {
     python3 - "$work_directory" "$label" "$start" "$end" >>"$work_directory/results" <<'PY'
 import re, sys
 sys.path.insert(0, "scripts/bench")
-from wrk_rounds import read_round
+from wrk_rounds import read_round, socket_errors
 directory, label, start, end = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
 timing = open(f"{directory}/time.txt").read()
 field = lambda name: float(re.search(rf"{name}: ([\d.]+)", timing).group(1))
 cpu = field(r"User time \(seconds\)") + field(r"System time \(seconds\)")
 rate, _, p99, failed, _ = read_round(f"{directory}/wrk.txt")
 # A request that got no answer at all counts as failed too.
-errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", open(f"{directory}/wrk.txt").read())
-failed += sum(map(int, errors.groups())) if errors else 0
-print(label, end - start, cpu, rate, p99, failed)
+print(label, end - start, cpu, rate, p99, failed + socket_errors(f"{directory}/wrk.txt"))
 PY
     tail -n 1 "$work_directory/results" |
         awk '{printf "%s  rebuild %6.1f s  cpu %6.1f s  lookups meanwhile %8.0f/s, p99 %.2f ms, %d failed\n", $1, $2, $3, $4, $5, $6}'

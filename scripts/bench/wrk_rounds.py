@@ -1,5 +1,6 @@
 """Reading wrk's reports of the load benchmarks' rounds (imported by the
-Python parts of bench-api.sh and compare-apis.sh)."""
+Python parts of bench-api.sh, compare-apis.sh, bench-scale.sh and
+compare-rebuilds.sh)."""
 
 import re
 
@@ -16,6 +17,12 @@ def read_round(path):
     failed = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
     requests = int(re.search(r"(\d+) requests in", text).group(1))
     return rate, percentile(50), percentile(99), int(failed.group(1)) if failed else 0, requests
+
+
+def socket_errors(path):
+    """The requests of one wrk report that got no answer at all (connect, read, write and timeout errors)."""
+    found = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", open(path).read())
+    return sum(map(int, found.groups())) if found else 0
 
 
 def median_round(directory, name, rounds=3):
