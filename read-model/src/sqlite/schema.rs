@@ -24,44 +24,57 @@ const MODEL_REVISION_3_UPGRADE: &str = include_str!("../../../schemas/sqlite/mod
 const MODEL_REVISION_4_COPY: &str = include_str!("../../../schemas/sqlite/model-revision-4.sql");
 /// The tables revision 4 gives a new shape.
 const REVISION_4_TABLES: [&str; 3] = ["provenance_entries", "bulk_rows", "aggregates"];
+/// Moves a work's documents and the license statuses into the WITHOUT ROWID
+/// tables of revision 6, once [`REVISION_6_TABLES`] exist under their new names.
+const MODEL_REVISION_6_COPY: &str = include_str!("../../../schemas/sqlite/model-revision-6.sql");
+/// The tables revision 6 gives a new shape.
+const REVISION_6_TABLES: [&str; 2] = ["work_documents", "license_statuses"];
 
 /// The schema revision this binary writes and reads. Revision 2 keeps a
 /// work's four documents in one row (`work_documents`); revision 3 adds the
 /// change feed; revision 4 keeps the tables of small rows WITHOUT ROWID;
 /// revision 5 adds the notifications (created empty by the DDL: the
-/// notifications of a file's past are not recorded).
-const SCHEMA_REVISION: i64 = 5;
+/// notifications of a file's past are not recorded); revision 6 keeps the
+/// documents WITHOUT ROWID too.
+const SCHEMA_REVISION: i64 = 6;
 
 pub(super) fn migrate_catalog(connection: &mut Connection) -> Result<(), StoreError> {
     migrate(connection, CATALOG_DDL, &[])
 }
 
 pub(super) fn migrate_model(connection: &mut Connection) -> Result<(), StoreError> {
-    let revision_4 = revision_4_upgrade()?;
+    let revision_4 = reshape_tables(4, &REVISION_4_TABLES, MODEL_REVISION_4_COPY)?;
+    let revision_6 = reshape_tables(6, &REVISION_6_TABLES, MODEL_REVISION_6_COPY)?;
     migrate(
         connection,
         MODEL_DDL,
-        &[(1, MODEL_REVISION_2_UPGRADE), (2, MODEL_REVISION_3_UPGRADE), (3, revision_4.as_str())],
+        &[
+            (1, MODEL_REVISION_2_UPGRADE),
+            (2, MODEL_REVISION_3_UPGRADE),
+            (3, revision_4.as_str()),
+            (5, revision_6.as_str()),
+        ],
     )
 }
 
-/// The upgrade to revision 4: each of [`REVISION_4_TABLES`] created as
-/// model.sql defines it, under the name `<table>_revision_4`, then the copy.
-fn revision_4_upgrade() -> Result<String, StoreError> {
+/// The upgrade to `revision` that gives `tables` a new shape: each created
+/// as model.sql defines it, under the name `<table>_revision_<revision>`,
+/// then `copy`, which fills them and puts them in place of the old ones.
+fn reshape_tables(revision: i64, tables: &[&str], copy: &str) -> Result<String, StoreError> {
     let mut upgrade = String::new();
-    for table in REVISION_4_TABLES {
+    for table in tables {
         let create = format!("CREATE TABLE IF NOT EXISTS {table} (");
         let start =
             MODEL_DDL.find(&create).ok_or_else(|| StoreError::Corrupt(format!("model.sql does not define {table}")))?;
         let length = MODEL_DDL[start..].find(';').map_or(MODEL_DDL.len() - start, |end| end + 1);
         upgrade.push_str(&MODEL_DDL[start..start + length].replacen(
             &create,
-            &format!("CREATE TABLE {table}_revision_4 ("),
+            &format!("CREATE TABLE {table}_revision_{revision} ("),
             1,
         ));
         upgrade.push('\n');
     }
-    upgrade.push_str(MODEL_REVISION_4_COPY);
+    upgrade.push_str(copy);
     Ok(upgrade)
 }
 
@@ -278,6 +291,55 @@ mod tests {
         );
         connection
             .execute("INSERT INTO aggregates VALUES ('works', 'LCC-1', 5, CAST('again' AS BLOB))", [])
+            .expect_err("the key stays unique");
+    }
+
+    #[test]
+    fn a_revision_5_model_keeps_its_documents_in_tables_without_rowid_when_upgraded() {
+        let mut connection = Connection::open_in_memory().expect("open");
+        migrate_model(&mut connection).expect("create");
+        connection
+            .execute_batch(
+                "DROP TABLE work_documents; DROP TABLE license_statuses;
+                 CREATE TABLE work_documents (id TEXT PRIMARY KEY, rights_profile BLOB, verification BLOB, \
+                     metadata BLOB, evidence BLOB);
+                 CREATE TABLE license_statuses (id TEXT PRIMARY KEY, body BLOB NOT NULL);
+                 INSERT INTO work_documents VALUES ('LCC-2', NULL, NULL, CAST('metadata 2' AS BLOB), NULL);
+                 INSERT INTO work_documents VALUES ('LCC-1', CAST('profile 1' AS BLOB), NULL, NULL, \
+                     CAST('evidence 1' AS BLOB));
+                 INSERT INTO license_statuses VALUES ('LIC-1', CAST('license 1' AS BLOB));
+                 PRAGMA user_version = 5;",
+            )
+            .expect("revision 5");
+        migrate_model(&mut connection).expect("upgrade");
+        migrate_model(&mut connection).expect("a second migration does nothing");
+        assert_eq!(revision(&connection), SCHEMA_REVISION);
+        let expected = [
+            (DocumentKind::RightsProfile, "LCC-1", Some("profile 1")),
+            (DocumentKind::Evidence, "LCC-1", Some("evidence 1")),
+            (DocumentKind::Metadata, "LCC-1", None),
+            (DocumentKind::Metadata, "LCC-2", Some("metadata 2")),
+            (DocumentKind::LicenseStatus, "LIC-1", Some("license 1")),
+        ];
+        for (kind, key, body) in expected {
+            assert_eq!(read(&connection, kind, key).as_deref(), body, "{kind:?} of {key}");
+        }
+        let names = |sql: &str| -> Vec<String> {
+            let mut statement = connection.prepare(sql).expect("prepare");
+            statement.query_map([], |row| row.get(0)).expect("query").collect::<Result<_, _>>().expect("rows")
+        };
+        let with_rowid = names(
+            "SELECT name FROM sqlite_schema WHERE type = 'table' \
+             AND name IN ('work_documents', 'license_statuses') AND sql NOT LIKE '%WITHOUT ROWID'",
+        );
+        assert!(with_rowid.is_empty(), "still rowid tables: {with_rowid:?}");
+        let key_indexes = names(
+            "SELECT name FROM sqlite_schema WHERE type = 'index' \
+             AND tbl_name IN ('work_documents', 'license_statuses')",
+        );
+        assert!(key_indexes.is_empty(), "a key index is left: {key_indexes:?}");
+        connection
+            .execute("INSERT INTO work_documents (id, metadata) VALUES ('LCC-2', CAST('again' AS BLOB))", [])
             .expect_err("the key stays unique");
     }
 
