@@ -166,12 +166,30 @@ mod tests {
         reads::document(connection, kind, key).expect("read").map(|body| String::from_utf8(body).expect("text"))
     }
 
+    /// Each document of `expected` reads as its body (`None`: there is none).
+    fn assert_documents(connection: &Connection, expected: &[(DocumentKind, &str, Option<&str>)]) {
+        for (kind, key, body) in expected {
+            assert_eq!(read(connection, *kind, key).as_deref(), *body, "{kind:?} of {key}");
+        }
+    }
+
+    /// Migrates a file of an older revision, then again, which must do nothing.
+    fn upgrade(connection: &mut Connection) {
+        migrate_model(connection).expect("upgrade");
+        migrate_model(connection).expect("a second migration does nothing");
+        assert_eq!(revision(connection), SCHEMA_REVISION);
+    }
+
+    /// The first column of every row `sql` selects.
+    fn strings(connection: &Connection, sql: &str) -> Vec<String> {
+        let mut statement = connection.prepare(sql).expect("prepare");
+        statement.query_map([], |row| row.get(0)).expect("query").collect::<Result<_, _>>().expect("rows")
+    }
+
     #[test]
     fn a_revision_1_model_keeps_every_document_when_upgraded() {
         let mut connection = revision_1_model();
-        migrate_model(&mut connection).expect("upgrade");
-        migrate_model(&mut connection).expect("a second migration does nothing");
-        assert_eq!(revision(&connection), SCHEMA_REVISION);
+        upgrade(&mut connection);
         let expected = [
             (DocumentKind::RightsProfile, "LCC-1", Some("profile 1")),
             (DocumentKind::Evidence, "LCC-1", Some("evidence 1")),
@@ -181,9 +199,7 @@ mod tests {
             (DocumentKind::Verification, "LCC-3", Some("verification 3")),
             (DocumentKind::LicenseStatus, "LIC-1", Some("license 1")),
         ];
-        for (kind, key, body) in expected {
-            assert_eq!(read(&connection, kind, key).as_deref(), body, "{kind:?} of {key}");
-        }
+        assert_documents(&connection, &expected);
         let rows: i64 =
             connection.query_row("SELECT count(*) FROM work_documents", [], |row| row.get(0)).expect("count");
         assert_eq!(rows, 3, "one row per work");
@@ -211,8 +227,7 @@ mod tests {
                  PRAGMA user_version = 2;",
             )
             .expect("revision 2");
-        migrate_model(&mut connection).expect("upgrade");
-        migrate_model(&mut connection).expect("a second migration does nothing");
+        upgrade(&mut connection);
         let mut statement = connection
             .prepare("SELECT audience, lcc_id, CAST(body AS TEXT) FROM change_feed ORDER BY sequence")
             .expect("feed");
@@ -254,13 +269,8 @@ mod tests {
                  PRAGMA user_version = 3;",
             )
             .expect("revision 3");
-        migrate_model(&mut connection).expect("upgrade");
-        migrate_model(&mut connection).expect("a second migration does nothing");
-        assert_eq!(revision(&connection), SCHEMA_REVISION);
-        let rows = |sql: &str| -> Vec<String> {
-            let mut statement = connection.prepare(sql).expect("prepare");
-            statement.query_map([], |row| row.get(0)).expect("query").collect::<Result<_, _>>().expect("rows")
-        };
+        upgrade(&mut connection);
+        let rows = |sql: &str| strings(&connection, sql);
         assert_eq!(
             rows(
                 "SELECT lcc_id || ':' || recorded_at || ':' || topic || ':' || aggregate_version || ':' || \
@@ -311,9 +321,7 @@ mod tests {
                  PRAGMA user_version = 5;",
             )
             .expect("revision 5");
-        migrate_model(&mut connection).expect("upgrade");
-        migrate_model(&mut connection).expect("a second migration does nothing");
-        assert_eq!(revision(&connection), SCHEMA_REVISION);
+        upgrade(&mut connection);
         let expected = [
             (DocumentKind::RightsProfile, "LCC-1", Some("profile 1")),
             (DocumentKind::Evidence, "LCC-1", Some("evidence 1")),
@@ -321,13 +329,8 @@ mod tests {
             (DocumentKind::Metadata, "LCC-2", Some("metadata 2")),
             (DocumentKind::LicenseStatus, "LIC-1", Some("license 1")),
         ];
-        for (kind, key, body) in expected {
-            assert_eq!(read(&connection, kind, key).as_deref(), body, "{kind:?} of {key}");
-        }
-        let names = |sql: &str| -> Vec<String> {
-            let mut statement = connection.prepare(sql).expect("prepare");
-            statement.query_map([], |row| row.get(0)).expect("query").collect::<Result<_, _>>().expect("rows")
-        };
+        assert_documents(&connection, &expected);
+        let names = |sql: &str| strings(&connection, sql);
         let with_rowid = names(
             "SELECT name FROM sqlite_schema WHERE type = 'table' \
              AND name IN ('work_documents', 'license_statuses') AND sql NOT LIKE '%WITHOUT ROWID'",
