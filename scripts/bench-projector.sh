@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Projects about 1,000,000 generated events from files into a fresh SQLite
-# store and prints events per second and peak memory (from /usr/bin/time -v).
+# store and prints events per second, peak memory and the bytes written to
+# storage (from /usr/bin/time -v).
 #
 #   scripts/bench-projector.sh [WORKS] [BATCH_SIZE]
 #
@@ -37,11 +38,13 @@ directory, start, end = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
 summary = json.loads(open(f"{directory}/summary.json").read().strip().splitlines()[-1])
 timing = open(f"{directory}/time.txt").read()
 peak_kib = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", timing).group(1))
+written = int(re.search(r"File system outputs: (\d+)", timing).group(1)) * 512
 seconds = end - start
 print(f"events:           {summary['events']}")
 print(f"applied:          {summary['applied']}  parked: {summary['parked']}  skipped: {summary['skippedAsDuplicates']}")
 print(f"wall time:        {seconds:.1f} s (process start to exit, store open and migration included)")
 print(f"throughput:       {summary['events'] / seconds:,.0f} events/s")
 print(f"peak memory:      {peak_kib / 1024:.0f} MiB (maximum resident set size)")
+print(f"written:          {written / 1e9:.1f} GB to storage (the write-ahead log and the pages copied from it)")
 PY
 du -sh "$work_directory/data" | awk '{print "store size:       " $1}'

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Compares two projector builds on the same generated events, in alternating
 # runs, and prints each run and the means: events per second, CPU seconds
-# (user and system, from /usr/bin/time -v) and peak memory.
+# (user and system, from /usr/bin/time -v), peak memory, and the bytes the
+# run had written to storage (its file system outputs: the write-ahead log
+# and the pages copied from it into the database, each time they are
+# written, so this shows the write amplification of a change).
 #
 #   scripts/compare-projectors.sh BINARY_A BINARY_B [PAIRS=3] [WORKS=193000] [BATCH_SIZE=30000]
 #
@@ -22,7 +25,7 @@ trap 'rm -rf "$work_directory"' EXIT
 echo "generating $works works with $build_a"
 "$build_a" generate --works "$works" --seed 42 --events-per-segment 50000 --out "$work_directory/events" >"$work_directory/manifest.json"
 
-# One run into a fresh store; appends "label events seconds cpu_seconds peak_kib" to the results.
+# One run into a fresh store; appends "label events seconds cpu_seconds peak_kib written_bytes" to the results.
 run() {
     local label="$1" binary="$2" store="$work_directory/store"
     rm -rf "$store"
@@ -41,9 +44,11 @@ summary = json.loads(open(f"{directory}/summary.json").read().strip().splitlines
 timing = open(f"{directory}/time.txt").read()
 field = lambda name: re.search(rf"{name}: ([\d.]+)", timing).group(1)
 cpu = float(field(r"User time \(seconds\)")) + float(field(r"System time \(seconds\)"))
-print(label, summary["events"], end - start, cpu, field(r"Maximum resident set size \(kbytes\)"))
+written = int(field(r"File system outputs")) * 512
+print(label, summary["events"], end - start, cpu, field(r"Maximum resident set size \(kbytes\)"), written)
 PY
-    tail -n 1 "$work_directory/results" | awk '{printf "%s  %8.0f events/s  %6.1f s  cpu %6.1f s  peak %4.0f MiB\n", $1, $2 / $3, $3, $4, $5 / 1024}'
+    tail -n 1 "$work_directory/results" |
+        awk '{printf "%s  %8.0f events/s  %6.1f s  cpu %6.1f s  peak %4.0f MiB  written %5.1f GB\n", $1, $2 / $3, $3, $4, $5 / 1024, $6 / 1e9}'
 }
 
 alternate_pairs "$pairs"
@@ -52,12 +57,14 @@ python3 - "$work_directory/results" <<'PY'
 import sys
 runs = {}
 for line in open(sys.argv[1]):
-    label, events, seconds, cpu, peak_kib = line.split()
-    runs.setdefault(label, []).append((int(events) / float(seconds), float(cpu), int(peak_kib) / 1024))
+    label, events, seconds, cpu, peak_kib, written = line.split()
+    runs.setdefault(label, []).append(
+        (int(events) / float(seconds), float(cpu), int(peak_kib) / 1024, int(written) / 1e9)
+    )
 for label in ("A", "B"):
-    rates, cpus, peaks = zip(*runs[label])
+    rates, cpus, peaks, writes = zip(*runs[label])
     print(f"mean {label}: {sum(rates) / len(rates):8.0f} events/s  cpu {sum(cpus) / len(cpus):6.1f} s  "
-          f"peak {min(peaks):.0f}-{max(peaks):.0f} MiB  ({len(rates)} runs)")
+          f"peak {min(peaks):.0f}-{max(peaks):.0f} MiB  written {sum(writes) / len(writes):5.1f} GB  ({len(rates)} runs)")
 b_faster = sum(b[0] > a[0] for a, b in zip(runs["A"], runs["B"]))
 print(f"B faster than A in {b_faster} of {len(runs['A'])} pairs")
 PY
