@@ -165,6 +165,17 @@ impl Cluster {
         dump
     }
 
+    /// How many bulk buckets of model version `version` of the store
+    /// `keyspace` are marked: their stored row count waits for a recount.
+    pub fn marked_buckets(&self, keyspace: &str, version: u32) -> usize {
+        runtime().block_on(async {
+            let session = session(&self.nodes).await;
+            let query = format!("SELECT * FROM {keyspace}_v{version}.bulk_bucket_marks");
+            let pager = session.query_iter(query, ()).await.expect("the marks read");
+            pager.rows_stream::<Row>().expect("generic rows").count().await
+        })
+    }
+
     /// The model version keyspaces of the store `keyspace` (`<keyspace>_v<N>`).
     pub fn keyspaces_named_after(&self, keyspace: &str) -> Vec<String> {
         runtime().block_on(async {
