@@ -233,6 +233,7 @@ mod tests {
         let metrics = ProjectorMetrics::new(ModelVersion(1), false).expect("metrics");
         let committed = |documents_awaiting_render| CommittedBatch {
             checkpoints: &[],
+            held_back: &[],
             last_recorded_at: &[],
             totals: RunTotals { batches: 1, ..RunTotals::default() },
             latency: Duration::from_millis(5),
@@ -264,6 +265,7 @@ mod tests {
         found.add(5_000);
         let committed = CommittedBatch {
             checkpoints: &[],
+            held_back: &[],
             last_recorded_at: &[],
             totals: RunTotals { events: 1_000, batches: 1, ..RunTotals::default() },
             latency: Duration::from_millis(5),

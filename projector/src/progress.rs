@@ -30,9 +30,12 @@ struct PartitionProgress {
     high_watermark: Option<i64>,
     /// The next offset the store has not applied.
     next_offset: i64,
+    /// The next offset not applied to the states: past `next_offset` while
+    /// batches that deferred their documents hold their checkpoints back.
+    applied_offset: i64,
     /// The recorded-at time of the last applied event.
     last_recorded_at: Option<Timestamp>,
-    /// When `next_offset` last moved, or the partition was assigned.
+    /// When `applied_offset` last moved, or the partition was assigned.
     last_progress: Instant,
 }
 
@@ -73,11 +76,13 @@ impl PartitionBoard {
                     assigned: true,
                     high_watermark: None,
                     next_offset: *next_offset,
+                    applied_offset: *next_offset,
                     last_recorded_at: None,
                     last_progress: now,
                 });
                 progress.assigned = true;
                 progress.next_offset = *next_offset;
+                progress.applied_offset = *next_offset;
                 progress.last_progress = now;
                 // A watermark seen before this assignment may predate what the
                 // broker took since (a broker restart, another member's time
@@ -105,7 +110,10 @@ impl PartitionBoard {
                     && checkpoint.next_offset > progress.next_offset
                 {
                     progress.next_offset = checkpoint.next_offset;
-                    progress.last_progress = now;
+                    if checkpoint.next_offset > progress.applied_offset {
+                        progress.applied_offset = checkpoint.next_offset;
+                        progress.last_progress = now;
+                    }
                     // A high watermark read before this batch may lag behind it.
                     progress.high_watermark = progress.high_watermark.map(|high| high.max(checkpoint.next_offset));
                 }
@@ -118,9 +126,29 @@ impl PartitionBoard {
         });
     }
 
+    /// A batch that deferred its documents committed: its events are applied
+    /// and count as progress for the stall rule, but not against the lag,
+    /// which is what the store's checkpoints have yet to pass.
+    pub fn applied_held_back(&self, held_back: &[Checkpoint]) {
+        let now = Instant::now();
+        self.with(|partitions| {
+            for checkpoint in held_back {
+                if let Some(progress) = partitions.get_mut(&Partition::of_checkpoint(checkpoint))
+                    && checkpoint.next_offset > progress.applied_offset
+                {
+                    progress.applied_offset = checkpoint.next_offset;
+                    progress.last_progress = now;
+                }
+            }
+        });
+    }
+
     /// The assigned partitions, in (topic, partition) order.
     pub fn report(&self) -> Vec<PartitionReport> {
-        let now = Instant::now();
+        self.report_at(Instant::now())
+    }
+
+    fn report_at(&self, now: Instant) -> Vec<PartitionReport> {
         let now_millis = Timestamp::now().0;
         let mut reports: Vec<PartitionReport> = self.with(|partitions| {
             partitions
@@ -147,12 +175,6 @@ impl PartitionBoard {
         reports
     }
 
-    /// Messages on the broker not yet applied, over the assigned partitions;
-    /// `None` while a partition's high watermark is unknown.
-    pub fn lag(&self) -> Option<u64> {
-        self.report().iter().map(|report| report.lag_messages.map(|lag| u64::try_from(lag).unwrap_or(0))).sum()
-    }
-
     /// Whether partitions are assigned and every one has applied all the
     /// broker holds (as last seen). An instance holding no partition is not
     /// caught up: it may be waiting for a rebalance to give it some.
@@ -177,11 +199,20 @@ impl PartitionBoard {
     }
 }
 
-/// A batch whose rendering is deferred holds its checkpoints back, so the
-/// lag falls when the deferred documents are written, not before.
+/// The events left to apply: unlike the lag, these fall as batches that
+/// defer their documents are written, so a rebuild's estimate follows the
+/// events; the documents still to render are reported beside it.
 impl Backlog for PartitionBoard {
     fn left(&self, _committed: u64) -> Option<u64> {
-        self.lag()
+        self.with(|partitions| {
+            partitions
+                .values()
+                .filter(|progress| progress.assigned)
+                .map(|progress| {
+                    progress.high_watermark.map(|high| u64::try_from(high - progress.applied_offset).unwrap_or(0))
+                })
+                .sum()
+        })
     }
 }
 
@@ -225,6 +256,26 @@ mod tests {
         assert!(!board.report()[1].stalled, "no lag, no stall");
         board.assigned(&[(works(1), 0)]);
         assert_eq!(board.report().iter().map(|report| report.partition).collect::<Vec<_>>(), [1]);
+    }
+
+    #[test]
+    fn events_applied_with_their_checkpoints_held_back_are_progress_but_still_lag() {
+        let stall_after = Duration::from_secs(60);
+        let board = PartitionBoard::new(stall_after);
+        let assigned_at = Instant::now();
+        board.assigned(&[(works(0), 0)]);
+        board.high_watermark(&works(0), 10);
+        assert!(board.report_at(assigned_at + stall_after + Duration::from_secs(1))[0].stalled);
+        let held_at = Instant::now();
+        board.applied_held_back(&[checkpoint(0, 6)]);
+        let report = &board.report_at(held_at + stall_after - Duration::from_secs(1))[0];
+        assert!(!report.stalled, "the states moved on");
+        assert_eq!(report.lag_messages, Some(10), "no checkpoint moved");
+        assert_eq!(board.left(0), Some(4), "left to apply");
+        board.applied(&[checkpoint(0, 6)], &[]);
+        assert_eq!(board.report()[0].lag_messages, Some(4));
+        board.applied_held_back(&[checkpoint(0, 5)]);
+        assert!(board.report_at(held_at + stall_after + Duration::from_secs(1))[0].stalled, "nothing new applied");
     }
 
     #[test]

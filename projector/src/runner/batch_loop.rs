@@ -215,14 +215,20 @@ impl<'a, Shutdown: Future<Output = ()>> BatchLoop<'a, Shutdown> {
         self.stop_request.minding(while_sink_unavailable(give_up, || dead_letters.park(source_id, &parked))).await?;
         self.stop_request.minding(self.committed.finish(self.in_flight.take(), writing.observer)).await?;
         let mut last_recorded_at = last_recorded_at(&self.batch);
+        let mut held_back = Vec::new();
         if rendering == Rendering::Deferred {
+            held_back.clone_from(&outcome.held_checkpoints);
             self.deferred.hold(&mut outcome, &last_recorded_at, self.batch_started);
             last_recorded_at.clear();
         }
         let events = std::mem::replace(&mut self.batch, Vec::with_capacity(self.options.batch_size));
         let reprojection = Reprojection::Events { events, rendering };
-        let progress =
-            Progress { last_recorded_at, started: self.batch_started, awaiting: self.deferred.document_count() };
+        let progress = Progress {
+            last_recorded_at,
+            started: self.batch_started,
+            awaiting: self.deferred.document_count(),
+            held_back,
+        };
         if !outcome.write.checkpoints.is_empty() {
             let dead_letters = &mut self.dead_letters;
             self.stop_request.minding(while_sink_unavailable(give_up, || dead_letters.flush())).await?;

@@ -43,11 +43,8 @@ pub(super) async fn render_deferred(
     deferred.add(std::mem::take(&mut committed.late_renders));
     let started = Instant::now();
     let read_after = committed.last_mark;
-    let mut awaiting = deferred.document_count();
-    let mut chunks = VecDeque::new();
-    while deferred.has_documents() {
-        chunks.push_back(deferred.next_documents(documents_per_write));
-    }
+    // Slices are taken as they are rendered, so that only the slices being
+    // rendered and written leave the compact form the documents wait in.
     let render = |documents: DocumentsToRender| {
         let (store, version, give_up) = (Arc::clone(writing.store), writing.version, writing.give_up.clone());
         let task = async move {
@@ -59,19 +56,20 @@ pub(super) async fn render_deferred(
         tokio::spawn(tracing::Instrument::instrument(task, tracing::Span::current()))
     };
     // Only checkpoints may wait: then one empty batch carries them.
-    let mut rendering = VecDeque::from([render(chunks.pop_front().unwrap_or_default())]);
+    let first = deferred.next_documents(documents_per_write);
+    // Exact now: taking the first slice merged every key.
+    let mut awaiting = first.len() + deferred.document_count();
+    let mut rendering = VecDeque::from([render(first)]);
     let mut in_flight: Option<InFlight> = None;
     while let Some(task) = rendering.pop_front() {
-        while rendering.len() + 1 < CONCURRENT_RENDERS
-            && let Some(documents) = chunks.pop_front()
-        {
-            rendering.push_back(render(documents));
+        while rendering.len() + 1 < CONCURRENT_RENDERS && deferred.has_documents() {
+            rendering.push_back(render(deferred.next_documents(documents_per_write)));
         }
         let (documents, write) = task.await.context("a render task failed")?;
         let mut write = write.context("failed to render deferred documents")?;
         write.read_set.read_after = read_after;
         awaiting -= documents.len();
-        let (last_recorded_at, since) = if rendering.is_empty() && chunks.is_empty() {
+        let (last_recorded_at, since) = if rendering.is_empty() && !deferred.has_documents() {
             let released = deferred.release();
             write.checkpoints = released.checkpoints;
             while_sink_unavailable(writing.give_up, || dead_letters.flush()).await?;
@@ -82,7 +80,11 @@ pub(super) async fn render_deferred(
         committed.finish(in_flight.take(), writing.observer).await?;
         let outcome = BatchOutcome { write, ..BatchOutcome::default() };
         let reprojection = Reprojection::Documents(documents);
-        in_flight = Some(writing.start(reprojection, outcome, Progress { last_recorded_at, started: since, awaiting }));
+        in_flight = Some(writing.start(
+            reprojection,
+            outcome,
+            Progress { last_recorded_at, started: since, awaiting, held_back: Vec::new() },
+        ));
     }
     Ok(in_flight)
 }

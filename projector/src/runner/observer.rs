@@ -21,6 +21,10 @@ pub trait BatchObserver: Send + Sync + std::fmt::Debug {
 #[derive(Debug)]
 pub struct CommittedBatch<'a> {
     pub checkpoints: &'a [Checkpoint],
+    /// Where the batch's events end, for a batch that deferred rendering its
+    /// documents: applied to the states, but its checkpoints wait for the
+    /// deferred documents (and a restart repeats its events).
+    pub held_back: &'a [Checkpoint],
     /// The recorded-at time of the last applied event per partition.
     pub last_recorded_at: &'a [(Partition, Timestamp)],
     pub totals: RunTotals,

@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 use read_model::calendar::Timestamp;
-use read_model::{CommitMark, ModelVersion, Store, StoreError, WriteBatch};
+use read_model::{Checkpoint, CommitMark, ModelVersion, Store, StoreError, WriteBatch};
 use tracing::Instrument;
 
 use super::RunTotals;
@@ -67,6 +67,8 @@ pub(super) struct Progress {
     pub(super) started: Instant,
     /// Documents still deferred once the batch is written.
     pub(super) awaiting: usize,
+    /// The checkpoints a deferred batch holds back.
+    pub(super) held_back: Vec<Checkpoint>,
 }
 
 /// A batch being written, and what it counts once committed.
@@ -197,6 +199,7 @@ impl Committed {
         let batch_totals = RunTotals { write_conflicts: written.write_conflicts, ..in_flight.totals };
         observer.batch_committed(&CommittedBatch {
             checkpoints: &in_flight.batch.checkpoints,
+            held_back: &in_flight.progress.held_back,
             last_recorded_at: &in_flight.progress.last_recorded_at,
             totals: batch_totals,
             latency: in_flight.progress.started.elapsed(),

@@ -115,9 +115,10 @@ pub(crate) struct RunTuning {
     /// wait to be rendered once, up to this many; 0 renders each batch's documents in the batch.
     #[arg(long, env = "LCC_RENDER_DEFERRAL_MAX_DOCUMENTS", default_value_t = RenderDeferral::DEFAULT.max_documents)]
     pub(crate) render_deferral_max_documents: usize,
-    /// The longest a deferred document waits to be rendered, in seconds.
-    #[arg(long, env = "LCC_RENDER_DEFERRAL_MAX_SECONDS", default_value_t = RenderDeferral::DEFAULT.max_wait.as_secs())]
-    pub(crate) render_deferral_max_seconds: u64,
+    /// The longest a deferred document waits to be rendered, in seconds
+    /// [default: 120 for `run`, 600 for `rebuild`].
+    #[arg(long, env = "LCC_RENDER_DEFERRAL_MAX_SECONDS")]
+    pub(crate) render_deferral_max_seconds: Option<u64>,
     /// How long the change feed keeps changes that a later change of the
     /// same work supersedes, and withdrawals, in days. A client whose cursor
     /// is older starts again from a snapshot.
@@ -149,8 +150,9 @@ pub(crate) struct RunTuning {
 }
 
 impl RunTuning {
-    /// How the loop runs.
-    pub(crate) fn run_options(&self) -> RunOptions {
+    /// How the loop runs, for a rebuild or not.
+    pub(crate) fn run_options(&self, rebuild: bool) -> RunOptions {
+        let deferral = if rebuild { RenderDeferral::REBUILD } else { RenderDeferral::DEFAULT };
         RunOptions {
             change_feed_retention: Duration::from_secs(self.change_feed_retention_days * 24 * 60 * 60),
             batch_size: self.batch_size.max(1),
@@ -158,8 +160,8 @@ impl RunTuning {
             exit_when_caught_up: self.exit_when_caught_up,
             render_deferral: RenderDeferral {
                 max_documents: self.render_deferral_max_documents,
-                max_wait: Duration::from_secs(self.render_deferral_max_seconds),
-                ..RenderDeferral::DEFAULT
+                max_wait: self.render_deferral_max_seconds.map_or(deferral.max_wait, Duration::from_secs),
+                ..deferral
             },
         }
     }
@@ -221,4 +223,30 @@ pub(crate) struct GenerateArguments {
     /// Generate the sandbox fixtures instead of a production-like stream.
     #[arg(long)]
     pub(crate) sandbox: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tuning(arguments: &[&str]) -> RunTuning {
+        let command = [&["projector"], arguments, &["--source", "file:///events"]].concat();
+        match Cli::try_parse_from(command).expect("parses").command {
+            Command::Run(run) => run.tuning,
+            Command::Rebuild(rebuild) => rebuild.tuning,
+            other => panic!("not a projection: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_rebuild_defers_rendering_longer_than_a_run_unless_told_otherwise() {
+        let wait = |arguments: &[&str], rebuild| tuning(arguments).run_options(rebuild).render_deferral.max_wait;
+        assert_eq!(wait(&["run"], false), RenderDeferral::DEFAULT.max_wait);
+        assert_eq!(wait(&["rebuild", "--into", "2"], true), RenderDeferral::REBUILD.max_wait);
+        assert!(RenderDeferral::REBUILD.max_wait > RenderDeferral::DEFAULT.max_wait);
+        let told = ["rebuild", "--into", "2", "--render-deferral-max-seconds", "45"];
+        assert_eq!(wait(&told, true), Duration::from_secs(45));
+        let documents = tuning(&["run", "--render-deferral-max-documents", "7"]).run_options(false).render_deferral;
+        assert_eq!((documents.max_documents, documents.max_wait), (7, RenderDeferral::DEFAULT.max_wait));
+    }
 }

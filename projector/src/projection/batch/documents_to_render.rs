@@ -87,23 +87,81 @@ impl DocumentsToRender {
         self.licenses.extend(other.licenses);
     }
 
-    /// Takes out up to `count` documents: works first, in key order, then licenses.
-    pub fn take_first(&mut self, count: usize) -> DocumentsToRender {
-        let works = match self.works.keys().nth(count).cloned() {
-            Some(first_kept) => {
-                let kept = self.works.split_off(&first_kept);
-                std::mem::replace(&mut self.works, kept)
+    /// Every document with the parts of it to render: works first, then
+    /// licenses (whose one document has no parts), each kind in key order.
+    pub fn into_sorted(self) -> impl Iterator<Item = (PartyReferrer, Parts)> {
+        let works = self.works.into_iter().map(|(id, stale)| (PartyReferrer::Work(id), Parts::of(stale)));
+        let licenses = self.licenses.into_iter().map(|id| (PartyReferrer::License(id), Parts(0)));
+        works.chain(licenses)
+    }
+
+    /// Adds a document with the parts of it to render.
+    pub fn insert(&mut self, document: PartyReferrer, parts: Parts) {
+        match document {
+            PartyReferrer::Work(id) => self.works.entry(id).or_default().merge(parts.stale()),
+            PartyReferrer::License(id) => {
+                self.licenses.insert(id);
             }
-            None => std::mem::take(&mut self.works),
-        };
-        let license_count = count - works.len();
-        let licenses = match self.licenses.iter().nth(license_count).cloned() {
-            Some(first_kept) => {
-                let kept = self.licenses.split_off(&first_kept);
-                std::mem::replace(&mut self.licenses, kept)
-            }
-            None => std::mem::take(&mut self.licenses),
-        };
-        DocumentsToRender { works, licenses }
+        }
+    }
+}
+
+/// The parts of a document to render, as one byte: what
+/// [`DocumentsToRender::into_sorted`] gives and [`DocumentsToRender::insert`]
+/// takes back, for whoever keeps documents waiting in a form of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Parts(u8);
+
+impl Parts {
+    fn of(stale: Stale) -> Parts {
+        let bits = [stale.rights_profile, stale.verification, stale.metadata, stale.evidence, stale.bulk];
+        Parts(bits.iter().enumerate().fold(0, |byte, (bit, set)| byte | (u8::from(*set) << bit)))
+    }
+
+    fn stale(self) -> Stale {
+        let set = |bit: u8| self.0 & (1 << bit) != 0;
+        Stale { rights_profile: set(0), verification: set(1), metadata: set(2), evidence: set(3), bulk: set(4) }
+    }
+
+    pub fn to_byte(self) -> u8 {
+        self.0
+    }
+
+    pub fn from_byte(byte: u8) -> Parts {
+        Parts(byte)
+    }
+
+    /// The parts of either.
+    pub fn union(self, other: Parts) -> Parts {
+        Parts(self.0 | other.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parts_survive_their_byte_and_documents_their_sorted_form() {
+        for stale in [Stale::NONE, Stale::ALL, Stale::PARTY_CHANGE, Stale::VERIFICATION_INPUTS] {
+            assert_eq!(Parts::from_byte(Parts::of(stale).to_byte()).stale(), stale);
+        }
+        let mut documents = DocumentsToRender::of(&[PartyReferrer::License("L-1".into())]);
+        documents.works.insert("LCC-2".into(), Stale::VERIFICATION_INPUTS);
+        documents.works.insert("LCC-1".into(), Stale::PARTY_CHANGE);
+        let sorted: Vec<(PartyReferrer, Parts)> = documents.clone().into_sorted().collect();
+        assert_eq!(
+            sorted.iter().map(|(document, _)| document.clone()).collect::<Vec<_>>(),
+            [
+                PartyReferrer::Work("LCC-1".into()),
+                PartyReferrer::Work("LCC-2".into()),
+                PartyReferrer::License("L-1".into())
+            ]
+        );
+        let mut again = DocumentsToRender::default();
+        for (document, parts) in sorted {
+            again.insert(document, parts);
+        }
+        assert_eq!(again, documents);
     }
 }

@@ -29,8 +29,8 @@ use read_model::{
 };
 
 use self::aggregates::{Aggregates, Entry, Overlay, WORK_TOPICS};
-pub use self::documents_to_render::DocumentsToRender;
 use self::documents_to_render::Stale;
+pub use self::documents_to_render::{DocumentsToRender, Parts};
 use self::rendering::{render_dirty, to_body};
 use super::rules::apply;
 use crate::contract::Topic;

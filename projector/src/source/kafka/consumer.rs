@@ -73,6 +73,7 @@ impl ConsumerShared {
 impl BatchObserver for ConsumerShared {
     fn batch_committed(&self, committed: &CommittedBatch<'_>) {
         self.board.applied(committed.checkpoints, committed.last_recorded_at);
+        self.board.applied_held_back(committed.held_back);
         let mut pending = self.pending_kafka_commit.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         for checkpoint in committed.checkpoints {
             pending.insert(Partition::of_checkpoint(checkpoint), checkpoint.next_offset);
