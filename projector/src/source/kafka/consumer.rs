@@ -320,3 +320,38 @@ fn commit_to_kafka(consumer: &BaseConsumer<ProjectorContext>, shared: &ConsumerS
         tracing::debug!(%error, "advisory Kafka commit failed");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::runner::RunTotals;
+    use crate::source::Backlog;
+
+    #[test]
+    fn a_committed_batch_moves_the_board_and_only_its_checkpoints_go_to_kafka() {
+        let board = Arc::new(PartitionBoard::new(Duration::from_secs(60)));
+        let works = Partition::new("works", 0);
+        board.assigned(&[(works.clone(), 0)]);
+        board.high_watermark(&works, 100);
+        let shared = ConsumerShared::new(Arc::clone(&board));
+        let checkpoint =
+            |next_offset| Checkpoint { source: "kafka:".into(), stream: "works".into(), partition: 0, next_offset };
+        let committed = |checkpoints, held_back| CommittedBatch {
+            checkpoints,
+            held_back,
+            last_recorded_at: &[],
+            totals: RunTotals::default(),
+            latency: Duration::ZERO,
+            documents_awaiting_render: 0,
+        };
+        let seventy = [checkpoint(70)];
+        shared.batch_committed(&committed(&[], &seventy));
+        assert_eq!(board.left(0), Some(30), "held back, applied");
+        assert!(shared.pending_kafka_commit.lock().expect("lock").is_empty(), "not stored, not committed");
+        shared.batch_committed(&committed(&seventy, &[]));
+        assert_eq!(board.report()[0].lag_messages, Some(30));
+        assert_eq!(shared.pending_kafka_commit.lock().expect("lock").get(&works), Some(&70));
+    }
+}
