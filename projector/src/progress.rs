@@ -39,6 +39,16 @@ struct PartitionProgress {
     last_progress: Instant,
 }
 
+impl PartitionProgress {
+    /// Events up to `next_offset` are applied: progress, if that is further than before.
+    fn applied_up_to(&mut self, next_offset: i64, now: Instant) {
+        if next_offset > self.applied_offset {
+            self.applied_offset = next_offset;
+            self.last_progress = now;
+        }
+    }
+}
+
 /// What the metrics show of one assigned partition.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PartitionReport {
@@ -110,10 +120,7 @@ impl PartitionBoard {
                     && checkpoint.next_offset > progress.next_offset
                 {
                     progress.next_offset = checkpoint.next_offset;
-                    if checkpoint.next_offset > progress.applied_offset {
-                        progress.applied_offset = checkpoint.next_offset;
-                        progress.last_progress = now;
-                    }
+                    progress.applied_up_to(checkpoint.next_offset, now);
                     // A high watermark read before this batch may lag behind it.
                     progress.high_watermark = progress.high_watermark.map(|high| high.max(checkpoint.next_offset));
                 }
@@ -133,11 +140,8 @@ impl PartitionBoard {
         let now = Instant::now();
         self.with(|partitions| {
             for checkpoint in held_back {
-                if let Some(progress) = partitions.get_mut(&Partition::of_checkpoint(checkpoint))
-                    && checkpoint.next_offset > progress.applied_offset
-                {
-                    progress.applied_offset = checkpoint.next_offset;
-                    progress.last_progress = now;
+                if let Some(progress) = partitions.get_mut(&Partition::of_checkpoint(checkpoint)) {
+                    progress.applied_up_to(checkpoint.next_offset, now);
                 }
             }
         });

@@ -55,8 +55,8 @@ impl RenderDeferral {
 
     /// A rebuild's: nobody reads the version until it is activated, so the
     /// wait only bounds what a restart repeats (the events since the
-    /// checkpoints held back), ten minutes, and a registry of 3,000,000
-    /// works is rendered in one round.
+    /// checkpoints held back), ten minutes, in which two otherwise idle
+    /// cores apply the events of a registry of 3,000,000 works.
     pub const REBUILD: RenderDeferral =
         RenderDeferral { max_wait: Duration::from_secs(600), ..RenderDeferral::DEFAULT };
 }
