@@ -4,7 +4,7 @@
 //! Each deferred batch adds its documents as one sorted run of keys, and a
 //! key is stored as the length it shares with the key before it and the
 //! rest ("front coding"): registry ids in order share most of their bytes,
-//! so a document takes about 6 bytes instead of the 60 to 70 of a map entry
+//! so a document takes about 7 bytes instead of the 60 to 70 of a map entry
 //! and its own string. Runs are merged as the digits of a binary counter
 //! (an older run is always larger than a newer one), so a document is copied
 //! O(log n) times and a work deferred by several batches is kept once per
