@@ -51,10 +51,15 @@ impl WaitingDocuments {
         while let [.., older, newer] = self.runs.as_slice()
             && older.entries <= newer.entries
         {
-            let newer = self.runs.pop().expect("two runs");
-            let older = self.runs.pop().expect("two runs");
-            self.runs.push(merge(&older, &newer));
+            self.merge_newest_two();
         }
+    }
+
+    /// Replaces the two newest runs by their merge.
+    fn merge_newest_two(&mut self) {
+        let newer = self.runs.pop().expect("two runs");
+        let older = self.runs.pop().expect("two runs");
+        self.runs.push(merge(&older, &newer));
     }
 
     /// Entries in every run: the documents waiting, a document counted once
@@ -77,9 +82,7 @@ impl WaitingDocuments {
     /// Takes out up to `count` documents, works first, each kind in key order.
     pub fn take_first(&mut self, count: usize) -> DocumentsToRender {
         while self.runs.len() > 1 {
-            let newer = self.runs.pop().expect("two runs");
-            let older = self.runs.pop().expect("two runs");
-            self.runs.push(merge(&older, &newer));
+            self.merge_newest_two();
         }
         let mut taken = DocumentsToRender::default();
         let Some(run) = self.runs.first_mut() else { return taken };

@@ -61,12 +61,7 @@ impl DocumentsToRender {
     pub fn of(documents: &[PartyReferrer]) -> DocumentsToRender {
         let mut to_render = DocumentsToRender::default();
         for document in documents {
-            match document {
-                PartyReferrer::Work(id) => to_render.works.entry(id.clone()).or_default().merge(Stale::ALL),
-                PartyReferrer::License(id) => {
-                    to_render.licenses.insert(id.clone());
-                }
-            }
+            to_render.add(document.clone(), Stale::ALL);
         }
         to_render
     }
@@ -97,8 +92,13 @@ impl DocumentsToRender {
 
     /// Adds a document with the parts of it to render.
     pub fn insert(&mut self, document: PartyReferrer, parts: Parts) {
+        self.add(document, parts.stale());
+    }
+
+    /// Adds a document: a work with the parts `stale` names, a license whole.
+    fn add(&mut self, document: PartyReferrer, stale: Stale) {
         match document {
-            PartyReferrer::Work(id) => self.works.entry(id).or_default().merge(parts.stale()),
+            PartyReferrer::Work(id) => self.works.entry(id).or_default().merge(stale),
             PartyReferrer::License(id) => {
                 self.licenses.insert(id);
             }
