@@ -39,7 +39,7 @@ struct Cli {
 
 /// The projector's allocator (see `projector/src/bin/projector/main.rs`), for both halves.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: allocator::Allocator = allocator::Allocator;
 
 fn main() -> anyhow::Result<()> {
     telemetry::logging::init();

@@ -127,14 +127,15 @@ impl Conditions {
             parts.headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache_control));
         }
         parts.headers.insert(header::VARY, HeaderValue::from_static(VARY));
-        if let Ok(value) = HeaderValue::from_str(&tag) {
-            parts.headers.insert(header::ETAG, value);
-        }
         let not_modified = match (&if_none_match, &if_modified_since) {
             (Some(condition), _) => names_tag(condition, &tag),
             (None, Some(since)) => unmodified_since(parts.headers.get(header::LAST_MODIFIED), since),
             (None, None) => false,
         };
+        // The tag's own bytes become the header's, without a copy.
+        if let Ok(value) = HeaderValue::from_maybe_shared(Bytes::from(tag)) {
+            parts.headers.insert(header::ETAG, value);
+        }
         if not_modified {
             parts.status = StatusCode::NOT_MODIFIED;
             parts.headers.remove(header::CONTENT_TYPE);

@@ -191,7 +191,7 @@ struct ServeArguments {
 /// Each request allocates its document and response; the same allocator as the
 /// projector's keeps one allocator to reason about across the service.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: allocator::Allocator = allocator::Allocator;
 
 fn main() -> anyhow::Result<()> {
     telemetry::logging::init();

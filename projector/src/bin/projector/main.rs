@@ -23,7 +23,7 @@ use crate::project::project;
 /// The projector allocates and frees many small strings per event; with
 /// glibc's allocator a quarter of its critical thread went to malloc and free.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: allocator::Allocator = allocator::Allocator;
 
 fn main() -> anyhow::Result<()> {
     telemetry::logging::init();
