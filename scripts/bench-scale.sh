@@ -10,11 +10,11 @@
 # - rights-by-id lookups of ids drawn uniformly from the whole registry,
 #   with the document cache on and off, beside the constant-body axum
 #   ceiling, in alternating rounds (the median round of three, 64
-#   connections); and the uncached API paced at about half the ceiling's
-#   rate, as an open loop (query-api/examples/open_loop_load.rs: requests
-#   due on a fixed schedule; one that waits for a busy connection counts its
-#   latency from when it was due), with the rate it reached, its p99 and
-#   its errors;
+#   connections); and the API paced at about half the ceiling's rate, as
+#   an open loop (query-api/examples/open_loop_load.rs: requests due on a
+#   fixed schedule; one that waits for a busy connection counts its latency
+#   from when it was due), with its document cache (the default) and
+#   without, with the rate each reached, its p99 and its errors;
 # - bulk page 1 against the last full bulk page, and a change-feed page from the
 #   start against one from 1,000 changes before the newest (pages of 1,000,
 #   sequential requests, medians of five alternating rounds of 30);
@@ -92,6 +92,8 @@ for works in "${sizes[@]}"; do
     ceiling_rate=$(python3 -c "import sys; sys.path.insert(0, 'scripts/bench'); from wrk_rounds import median_round; print(int(median_round('$size_directory', 'ceiling')[0]))" | tail -1)
     target/release/examples/open_loop_load "127.0.0.1:$uncached_port" "$works" $((ceiling_rate / 2)) "$seconds" \
         "$connections" >"$size_directory/open-loop.json"
+    target/release/examples/open_loop_load "127.0.0.1:$api_port" "$works" $((ceiling_rate / 2)) "$seconds" \
+        "$connections" >"$size_directory/open-loop-cached.json"
 
     echo "== $works works: bulk and feed pages"
     python3 - "$size_directory" "$api_port" "$BENCH_API_KEY" >"$size_directory/pages.json" <<'PY'
@@ -162,6 +164,7 @@ tables = dict(model.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name"
 with contextlib.redirect_stdout(sys.stderr):
     cached, uncached, ceiling = (median_round(directory, name) for name in ("cached", "uncached", "ceiling"))
 open_loop = json.loads(open(f"{directory}/open-loop.json").read())
+open_loop_cached = json.loads(open(f"{directory}/open-loop-cached.json").read())
 during = read_round(f"{directory}/during-rebuild.txt")
 print(json.dumps({
     "works": works,
@@ -171,6 +174,7 @@ print(json.dumps({
     "store_bytes_per_work": sum(tables.values()) / works,
     "tables_bytes_per_work": {name: size / works for name, size in sorted(tables.items(), key=lambda t: -t[1])},
     "cached": cached, "uncached": uncached, "ceiling": ceiling, "open_loop": open_loop,
+    "open_loop_cached": open_loop_cached,
     "pages": json.loads(open(f"{directory}/pages.json").read()),
     "rebuild_seconds": rebuild_end - rebuild_start,
     "during_rebuild": during,
@@ -188,13 +192,15 @@ python3 - "$results" <<'PY'
 import json, sys
 rows = [json.loads(line) for line in open(sys.argv[1])]
 print()
-print("| works | events/s (peak MiB) | bytes/work | lookups/s cached / uncached / ceiling (uncached ratio) | uncached p50/p99 ms | uncached open loop at half the ceiling: rate, p99 ms, errors | bulk page 1 / last ms | feed first / newest ms | rebuild s: rate during, p99 ms, failed |")
+print("| works | events/s (peak MiB) | bytes/work | lookups/s cached / uncached / ceiling (uncached ratio) | uncached p50/p99 ms | open loop at half the ceiling, uncached / cached: rate, p99 ms, errors | bulk page 1 / last ms | feed first / newest ms | rebuild s: rate during, p99 ms, failed |")
 print("|---|---|---|---|---|---|---|---|---|")
 for row in rows:
-    cached, uncached, ceiling, open_loop, pages, during = row["cached"], row["uncached"], row["ceiling"], row["open_loop"], row["pages"], row["during_rebuild"]
+    cached, uncached, ceiling, pages, during = row["cached"], row["uncached"], row["ceiling"], row["pages"], row["during_rebuild"]
+    open_loops = " / ".join(f"{loop['rateReached']:,.0f}/s, {loop['p99Ms']:.2f}, {loop['errors']}"
+                            for loop in (row["open_loop"], row["open_loop_cached"]))
     print(f"| {row['works']:,} | {row['events_per_second']:,.0f} ({row['peak_mib']:.0f}) | {row['store_bytes_per_work']:,.0f} "
           f"| {cached[0]:,.0f} / {uncached[0]:,.0f} / {ceiling[0]:,.0f} ({uncached[0] / ceiling[0]:.2f}) "
-          f"| {uncached[1]:.2f} / {uncached[2]:.2f} | {open_loop['rateReached']:,.0f}/s, {open_loop['p99Ms']:.2f}, {open_loop['errors']} "
+          f"| {uncached[1]:.2f} / {uncached[2]:.2f} | {open_loops} "
           f"| {pages['bulk_first']:.2f} / {pages['bulk_last']:.2f} | {pages['feed_first']:.2f} / {pages['feed_newest']:.2f} "
           f"| {row['rebuild_seconds']:.0f}: {during[0]:,.0f}/s, {during[2]:.2f}, {row['during_rebuild_failed']} |")
 for row in rows:
