@@ -30,9 +30,26 @@ const WORD: usize = size_of::<usize>();
 pub struct Allocator;
 
 impl Allocator {
-    /// Whether a block for `layout` may come from the plain allocation calls.
-    fn plain(layout: Layout) -> bool {
-        layout.align() <= WORD
+    /// A block for `layout` from `plain` when every block has its
+    /// alignment, else from `aligned`.
+    ///
+    /// # Safety
+    ///
+    /// `plain` and `aligned` are mimalloc's allocating or zeroing pair.
+    #[inline(always)]
+    unsafe fn allocate(
+        layout: Layout,
+        plain: unsafe extern "C" fn(usize) -> *mut c_void,
+        aligned: unsafe extern "C" fn(usize, usize) -> *mut c_void,
+    ) -> *mut u8 {
+        let block = if layout.align() <= WORD {
+            // SAFETY: mimalloc's plain calls take any size.
+            unsafe { plain(layout.size()) }
+        } else {
+            // SAFETY: a Layout's alignment is a power of two, as the aligned calls require.
+            unsafe { aligned(layout.size(), layout.align()) }
+        };
+        block.cast()
     }
 }
 
@@ -43,26 +60,14 @@ impl Allocator {
 unsafe impl GlobalAlloc for Allocator {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let block = if Allocator::plain(layout) {
-            // SAFETY: mi_malloc has no preconditions.
-            unsafe { mimalloc::mi_malloc(layout.size()) }
-        } else {
-            // SAFETY: a Layout's alignment is a power of two, as mi_malloc_aligned requires.
-            unsafe { mimalloc::mi_malloc_aligned(layout.size(), layout.align()) }
-        };
-        block.cast()
+        // SAFETY: mimalloc's allocating pair.
+        unsafe { Allocator::allocate(layout, mimalloc::mi_malloc, mimalloc::mi_malloc_aligned) }
     }
 
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        let block = if Allocator::plain(layout) {
-            // SAFETY: mi_zalloc has no preconditions.
-            unsafe { mimalloc::mi_zalloc(layout.size()) }
-        } else {
-            // SAFETY: a Layout's alignment is a power of two, as mi_zalloc_aligned requires.
-            unsafe { mimalloc::mi_zalloc_aligned(layout.size(), layout.align()) }
-        };
-        block.cast()
+        // SAFETY: mimalloc's zeroing pair.
+        unsafe { Allocator::allocate(layout, mimalloc::mi_zalloc, mimalloc::mi_zalloc_aligned) }
     }
 
     #[inline]
@@ -74,7 +79,7 @@ unsafe impl GlobalAlloc for Allocator {
 
     #[inline]
     unsafe fn realloc(&self, block: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let moved = if Allocator::plain(layout) {
+        let moved = if layout.align() <= WORD {
             // SAFETY: the caller passes a block this allocator returned; the
             // new block is word-aligned like every block, as the layout asks.
             unsafe { mimalloc::mi_realloc(block.cast::<c_void>(), new_size) }
