@@ -5,11 +5,12 @@
 //! `mi_malloc_aligned`, whose fast path covers only blocks of at most
 //! 1 KiB; a larger block (a boxed request future, a document body, a
 //! batch's buffers) takes mimalloc's generic aligned path, which
-//! over-allocates and marks the page so that freeing its blocks is slower
-//! too. Every mimalloc block is aligned to at least a machine word, so a
-//! layout that asks for no more than that is served by `mi_malloc`, whose
-//! fast path has no size limit below a page; only a layout that asks for
-//! more (a cache-padded atomic, a page-aligned buffer) goes the aligned way.
+//! over-allocates by the alignment less one byte unless the block's size
+//! class happens to be naturally aligned. Every mimalloc block is aligned
+//! to at least a machine word, so a layout that asks for no more than that
+//! is served by the plain `mi_malloc`, which goes straight to the block's
+//! size class; only a layout that asks for more (a cache-padded atomic, a
+//! page-aligned buffer) goes the aligned way.
 //!
 //! This crate owns the allocator and nothing else; it must not allocate
 //! itself or keep state.
