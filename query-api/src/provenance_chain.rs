@@ -41,7 +41,7 @@ pub fn chain(entries: &[Body]) -> Option<(Vec<Value>, ChainHead)> {
         let mut hasher = Sha256::new();
         hasher.update(previous.as_bytes());
         hasher.update(content.as_bytes());
-        previous = hasher.finalize().iter().map(|byte| format!("{byte:02x}")).collect();
+        previous = read_model::hex::lower_hex(&hasher.finalize());
         entry.insert(CHAIN_HASH.to_owned(), Value::String(previous.clone()));
         chained.push(Value::Object(entry));
     }

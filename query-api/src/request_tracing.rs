@@ -53,7 +53,7 @@ fn is_well_formed(id: &[u8]) -> bool {
 /// restarts without a random draw per request.
 fn new_request_id() -> HeaderValue {
     static PREFIX: LazyLock<String> = LazyLock::new(|| {
-        crate::keys::random_bytes::<6>().map(|bytes| crate::keys::hex(&bytes)).unwrap_or_else(|_| {
+        crate::keys::random_bytes::<6>().map(|bytes| read_model::hex::lower_hex(&bytes)).unwrap_or_else(|_| {
             let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
             format!("{:012x}", nanos.as_nanos() as u64 & 0xffff_ffff_ffff)
         })
@@ -61,7 +61,7 @@ fn new_request_id() -> HeaderValue {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     // The counter in at least ten hexadecimal digits, written without the
     // formatting machinery: this runs on every request that brings no id.
-    let counter = crate::keys::hex(&COUNTER.fetch_add(1, Ordering::Relaxed).to_be_bytes());
+    let counter = read_model::hex::lower_hex(&COUNTER.fetch_add(1, Ordering::Relaxed).to_be_bytes());
     let significant = counter.trim_start_matches('0').len();
     let mut id = String::with_capacity(PREFIX.len() + 1 + counter.len());
     id.push_str(&PREFIX);

@@ -146,11 +146,13 @@ fn hash(requester: Requester, label: &[u8], parts: &[&[u8]]) -> u128 {
     }
 }
 
-fn quoted(digest: u128) -> String {
+/// A strong tag with this digest, as the API serves it.
+pub(crate) fn quoted(digest: u128) -> String {
     tag_text("", digest)
 }
 
-fn weak(digest: u128) -> String {
+/// A weak tag with this digest, as the API serves it.
+pub(crate) fn weak(digest: u128) -> String {
     tag_text("W/", digest)
 }
 
@@ -158,12 +160,8 @@ fn weak(digest: u128) -> String {
 /// Written without the formatting machinery, which costs more than hashing
 /// the body: every answer to a `GET` gets a tag.
 fn tag_text(prefix: &str, digest: u128) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut quoted = [b'"'; 34];
-    for (pair, byte) in quoted[1..33].chunks_exact_mut(2).zip(digest.to_be_bytes()) {
-        pair[0] = DIGITS[usize::from(byte >> 4)];
-        pair[1] = DIGITS[usize::from(byte & 0x0f)];
-    }
+    crate::hex::write_lower_hex(&digest.to_be_bytes(), &mut quoted[1..33]);
     let mut text = String::with_capacity(prefix.len() + quoted.len());
     text.push_str(prefix);
     // Only quotes and digits were written, so this never falls back.

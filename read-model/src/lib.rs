@@ -21,6 +21,7 @@ pub mod clock;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 pub mod documents;
+pub mod hex;
 pub mod identifiers;
 pub mod notifications;
 pub mod read_set;

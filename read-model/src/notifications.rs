@@ -90,8 +90,7 @@ impl Answer {
 
     /// The answer's tag with this digest, as the API serves it.
     pub fn tag(self, digest: u128) -> String {
-        let quoted = format!("\"{digest:032x}\"");
-        if self.has_weak_tag() { format!("W/{quoted}") } else { quoted }
+        if self.has_weak_tag() { crate::answer_tags::weak(digest) } else { crate::answer_tags::quoted(digest) }
     }
 }
 

@@ -54,7 +54,7 @@ pub fn certificate_sha256(certificate_id: &str, lcc_id: &str) -> String {
 
 fn sha256_hex(content: &str) -> String {
     use sha2::Digest;
-    sha2::Sha256::digest(content.as_bytes()).iter().map(|byte| format!("{byte:02x}")).collect()
+    read_model::hex::lower_hex(&sha2::Sha256::digest(content.as_bytes()))
 }
 
 fn work(number: usize, title: &str, at: i64) -> (String, WorkRecord) {

@@ -143,20 +143,7 @@ pub struct Principal {
 /// The SHA-256 of a secret, as lowercase hex.
 pub fn sha256_hex(secret: &str) -> String {
     use sha2::Digest;
-    hex(&sha2::Sha256::digest(secret.as_bytes()))
-}
-
-/// Lower-case hexadecimal; on the path of every keyed request, so without
-/// per-byte formatting.
-pub fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut text = vec![0_u8; bytes.len() * 2];
-    for (pair, byte) in text.chunks_exact_mut(2).zip(bytes) {
-        pair[0] = DIGITS[usize::from(byte >> 4)];
-        pair[1] = DIGITS[usize::from(byte & 0x0f)];
-    }
-    // Only digits were written, so this is never the empty default.
-    String::from_utf8(text).unwrap_or_default()
+    read_model::hex::lower_hex(&sha2::Sha256::digest(secret.as_bytes()))
 }
 
 /// Random bytes from the operating system.
@@ -183,7 +170,6 @@ mod tests {
 
     #[test]
     fn key_hashes_are_lower_case_hexadecimal_sha256() {
-        assert_eq!(hex(&[0x00, 0x0f, 0xa5, 0xff]), "000fa5ff");
         assert_eq!(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
     }
 }

@@ -14,11 +14,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock, Weak};
 use std::time::Duration;
 
+use read_model::hex::lower_hex;
 use read_model::{ApiKeyRecord, ApiKeys, StoreError};
 
 use super::memo::KeyMemo;
 use super::notification_filter::NotificationFilter;
-use super::{KeyKind, Principal, Scopes, hex, random_bytes, sha256_hex};
+use super::{KeyKind, Principal, Scopes, random_bytes, sha256_hex};
 
 /// How often the keys in memory are reloaded: revocations take effect within
 /// it, with room to spare under load for the promised second.
@@ -91,7 +92,7 @@ impl ProductionKeys {
         rate_limit: u32,
         filter: Option<&NotificationFilter>,
     ) -> Result<(String, StoredKey), KeyStoreError> {
-        let key = format!("lcc_live_{}", hex(&random_bytes::<24>()?));
+        let key = format!("lcc_live_{}", lower_hex(&random_bytes::<24>()?));
         let key_hash = sha256_hex(&key);
         let record = ApiKeyRecord {
             key_id: format!("live_{}", &key_hash[..12]),

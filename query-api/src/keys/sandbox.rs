@@ -11,9 +11,10 @@ use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
 use hmac::{Hmac, Mac};
+use read_model::hex::lower_hex;
 use sha2::Sha256;
 
-use super::{KeyKind, Principal, Scopes, hex, random_bytes};
+use super::{KeyKind, Principal, Scopes, random_bytes};
 
 const PREFIX: &str = "lcc_sandbox_v1";
 
@@ -29,7 +30,7 @@ pub fn secret_kept_in(directory: &Path) -> std::io::Result<Vec<u8>> {
     let created = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path);
     match created {
         Ok(mut file) => {
-            let secret = hex(&random_bytes::<32>()?);
+            let secret = lower_hex(&random_bytes::<32>()?);
             file.write_all(secret.as_bytes())?;
             file.sync_all()?;
             Ok(secret.into_bytes())
@@ -100,11 +101,11 @@ impl SandboxKeys {
     /// Issues a key valid from `now_unix` for the configured lifetime.
     pub fn issue(&self, now_unix: u64) -> std::io::Result<IssuedSandboxKey> {
         let expires_at_unix = now_unix + self.lifetime_seconds;
-        let nonce = hex(&random_bytes::<12>()?);
+        let nonce = lower_hex(&random_bytes::<12>()?);
         let unsigned = format!("{PREFIX}.{expires_at_unix}.{nonce}");
         let mut mac = self.mac();
         mac.update(unsigned.as_bytes());
-        let signature = hex(&mac.finalize().into_bytes());
+        let signature = lower_hex(&mac.finalize().into_bytes());
         Ok(IssuedSandboxKey { key: format!("{unsigned}.{signature}"), expires_at_unix })
     }
 

@@ -21,8 +21,7 @@ impl<W: Write> HashingWriter<W> {
     /// The inner writer, the bytes written and their SHA-256 in lowercase hexadecimal.
     pub fn finish(self) -> (W, u64, String) {
         let digest = self.hasher.finalize();
-        let hex = digest.iter().map(|byte| format!("{byte:02x}")).collect();
-        (self.inner, self.bytes, hex)
+        (self.inner, self.bytes, read_model::hex::lower_hex(&digest))
     }
 }
 

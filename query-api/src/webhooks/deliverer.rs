@@ -18,6 +18,7 @@ use std::sync::Arc;
 
 use read_model::Audience;
 use read_model::change_feed::{FeedPosition, sequence_of_millisecond};
+use read_model::hex::lower_hex;
 use read_model::notifications::{NotificationCursor, NotificationQuery, NotificationsRead};
 use read_model::webhooks::{WebhookAttempt, WebhookSubscription};
 use read_model::{DocumentReads, ModelVersion};
@@ -33,7 +34,7 @@ use super::state::{AttemptRecord, DeliveryState, Pause, PendingMessage};
 use crate::app::App;
 use crate::errors::ApiError;
 use crate::keys::notification_filter::NotificationFilter;
-use crate::keys::{hex, random_bytes};
+use crate::keys::random_bytes;
 use crate::routes::notifications::{KeyPage, read_for_key};
 
 /// A subscription as its task sees it: the operator's settings and its key's.
@@ -60,7 +61,7 @@ struct Context {
 /// then gives their leases up.
 pub async fn run(app: Arc<App>, settings: DeliverySettings, stop: impl Future<Output = ()>) {
     let owner = match random_bytes::<8>() {
-        Ok(bytes) => format!("replica-{}", hex(&bytes)),
+        Ok(bytes) => format!("replica-{}", lower_hex(&bytes)),
         Err(error) => {
             tracing::error!(%error, "cannot name this replica; webhooks are not delivered from it");
             return;
@@ -359,7 +360,7 @@ async fn challenge(
     subscription: &WebhookSubscription,
     state: &mut DeliveryState,
 ) -> anyhow::Result<Step> {
-    let value = hex(&random_bytes::<16>()?);
+    let value = lower_hex(&random_bytes::<16>()?);
     let message = WebhookChallenge {
         kind: "webhook.challenge".into(),
         subscription: subscription.id.clone(),

@@ -92,7 +92,7 @@ pub fn check_endpoint(endpoint: &str, https_only: bool, resolution: &Resolution)
 
 /// A new subscription id.
 pub fn new_id() -> std::io::Result<String> {
-    Ok(format!("wh_{}", crate::keys::hex(&crate::keys::random_bytes::<8>()?)))
+    Ok(format!("wh_{}", read_model::hex::lower_hex(&crate::keys::random_bytes::<8>()?)))
 }
 
 #[cfg(test)]

@@ -137,8 +137,9 @@ impl WireDecoder {
                     .split_first_chunk::<8>()
                     .ok_or_else(|| poison("single-object value shorter than its header".into()))?;
                 (
-                    self.writer_by_fingerprint(fingerprint)
-                        .ok_or_else(|| poison(format!("unknown writer schema fingerprint {}", hex(fingerprint))))?,
+                    self.writer_by_fingerprint(fingerprint).ok_or_else(|| {
+                        poison(format!("unknown writer schema fingerprint {}", read_model::hex::lower_hex(fingerprint)))
+                    })?,
                     datum,
                 )
             }
@@ -227,10 +228,6 @@ impl WireDecoder {
         self.by_schema_id.insert(id, Arc::clone(&writer));
         Ok(writer)
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
 #[cfg(test)]
