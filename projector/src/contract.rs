@@ -12,7 +12,7 @@ use apache_avro::schema::{Name, UnionSchema};
 use crate::canonical_form::canonical_form;
 
 /// One upstream topic; each carries the events of one aggregate type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub enum Topic {
     Works,
     Rights,

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use crate::contract::Topic;
 
 /// The envelope every event carries.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Envelope {
     pub event_id: String,
     pub event_type: String,
@@ -29,7 +29,7 @@ pub struct Envelope {
 }
 
 /// One decoded event.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Event {
     pub topic: Topic,
     pub envelope: Envelope,
@@ -37,7 +37,7 @@ pub struct Event {
 }
 
 /// What an event changes, one variant per payload record of the contract.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Change {
     WorkRegistered(WorkRecord),
     WorkAmended(WorkAmendment),
@@ -129,7 +129,7 @@ pub struct Creator {
 }
 
 /// Fields an amendment replaces; `None` leaves a field as it was.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct WorkAmendment {
     pub title: Option<String>,
     pub alternative_titles: Option<Vec<String>>,
@@ -163,7 +163,7 @@ pub struct RightRecord {
 }
 
 /// A license as granted.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LicenseGrant {
     pub kind: LicenseKind,
     pub licensee_party_id: String,
@@ -176,7 +176,7 @@ pub struct LicenseGrant {
 }
 
 /// The public profile of a party.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PartyProfile {
     pub name: String,
     pub kind: PartyKind,

@@ -9,12 +9,15 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use anyhow::Context;
+
 use read_model::Checkpoint;
 use read_model::calendar::Timestamp;
 use tokio::sync::mpsc;
 use tracing::Instrument;
 
 use super::RunOptions;
+use super::catch_up_sort::{CatchUpSort, RUN_EVENTS};
 use super::deferred_rendering::{CONCURRENT_RENDERS, render_deferred};
 use super::retry::{while_sink_unavailable, while_store_unavailable};
 use super::stop_request::StopRequest;
@@ -22,14 +25,14 @@ use super::writing::{Committed, InFlight, Progress, Reprojection, Writing};
 use crate::dead_letter::{DeadLetterSink, ParkedEvent};
 use crate::projection::batch::{Rendering, project_batch};
 use crate::render_deferral::DeferredRenders;
-use crate::source::{OriginalMessage, Partition, Position, Rejection, SourceMessage, SourcedEvent};
+use crate::source::{OriginalMessage, Partition, Position, Rejection, Resume, SourceMessage, SourcedEvent};
 
 /// How long the loop waits, idle, before it asks the store to finish what
 /// it keeps off the batch path ([`read_model::ProjectionWrites::settle`]).
 const SETTLE_INTERVAL: Duration = Duration::from_secs(30);
 
 /// Where the source answers a barrier.
-type BarrierReply = std::sync::mpsc::SyncSender<Result<Vec<Checkpoint>, String>>;
+type BarrierReply = std::sync::mpsc::SyncSender<Result<Resume, String>>;
 
 /// Why the events gathered so far are written now.
 #[derive(Debug)]
@@ -74,6 +77,16 @@ pub(super) struct BatchLoop<'a, Shutdown: Future<Output = ()>> {
     deferred: DeferredRenders,
     batches_started: u64,
     settle_deadline: tokio::time::Instant,
+    /// Whether the first barrier may still start a sorted catch-up.
+    may_sort: bool,
+    /// The sorted catch-up taking in events, until the first cut.
+    catch_up: Option<CatchUpSort>,
+}
+
+/// Where a sorted batch leaves the source: nowhere but for the last one.
+struct SortedPlace {
+    checkpoints: Vec<Checkpoint>,
+    last_recorded_at: Vec<(Partition, Timestamp)>,
 }
 
 impl<'a, Shutdown: Future<Output = ()>> BatchLoop<'a, Shutdown> {
@@ -99,6 +112,8 @@ impl<'a, Shutdown: Future<Output = ()>> BatchLoop<'a, Shutdown> {
             deferred: DeferredRenders::default(),
             batches_started: 0,
             settle_deadline: tokio::time::Instant::now() + SETTLE_INTERVAL,
+            may_sort: options.sorted_catch_up,
+            catch_up: None,
         }
     }
 
@@ -143,6 +158,14 @@ impl<'a, Shutdown: Future<Output = ()>> BatchLoop<'a, Shutdown> {
                 Step::RenderDeadline => return Ok(cut(false, false, None)),
                 Step::Received(Some(SourceMessage::Event(event))) => {
                     self.first_event_at.get_or_insert_with(Instant::now);
+                    self.may_sort = false;
+                    if let Some(sort) = self.catch_up.as_mut() {
+                        sort.push(event);
+                        if sort.run_is_full() {
+                            self.spill_run().await?;
+                        }
+                        continue;
+                    }
                     if self.batch.is_empty() {
                         self.batch_started = Instant::now();
                     }
@@ -166,10 +189,19 @@ impl<'a, Shutdown: Future<Output = ()>> BatchLoop<'a, Shutdown> {
         }
     }
 
-    /// Writes what `cut` closes: the batch gathered (rendering its documents
-    /// or deferring them), then what waits to be rendered unless the loop is
-    /// still behind, then the answer to a barrier.
+    /// Writes what `cut` closes: what a sorted catch-up took in, or the
+    /// batch gathered (rendering its documents or deferring them), then what
+    /// waits to be rendered unless the loop is still behind, then the answer
+    /// to a barrier.
     pub(super) async fn write_cut(&mut self, cut: Cut) -> anyhow::Result<()> {
+        // A sorted catch-up ends at the first cut: the source caught up, it
+        // ended, or a barrier asks for everything sent to be written. After a
+        // stop request what it took in is dropped, to be read again.
+        if let Some(sort) = self.catch_up.take()
+            && !self.stop_request.requested
+        {
+            self.write_sorted(sort).await?;
+        }
         // A batch cut because it filled up says that more events wait. So does
         // a linger cut while documents wait: the source was briefly slower,
         // and says itself when it has caught up. Any other cut (caught up,
@@ -188,15 +220,68 @@ impl<'a, Shutdown: Future<Output = ()>> BatchLoop<'a, Shutdown> {
         Ok(())
     }
 
+    /// Hands the sorted catch-up's full run to its spill thread, waiting
+    /// off the loop's thread while the run before it is still being written.
+    async fn spill_run(&mut self) -> anyhow::Result<()> {
+        let mut sort = self.catch_up.take().expect("called while sorting");
+        let sort = tokio::task::spawn_blocking(move || sort.spill().map(|()| sort))
+            .await
+            .context("the spill task failed")??;
+        tracing::info!(events = sort.taken_in(), "sorted catch-up: taking in events");
+        self.catch_up = Some(sort);
+        Ok(())
+    }
+
+    /// Writes what a sorted catch-up took in, batch by batch in sorted
+    /// order, each rendering its documents; the last batch carries the
+    /// checkpoints of everything taken in. A batch is projected while the
+    /// one before it is written, as any batch is.
+    async fn write_sorted(&mut self, sort: CatchUpSort) -> anyhow::Result<()> {
+        let source_id = self.writing.source_id;
+        tracing::info!(events = sort.taken_in(), "sorted catch-up: writing in the order of aggregates");
+        let mut sorted =
+            tokio::task::spawn_blocking(move || sort.into_sorted()).await.context("the sorting task failed")??;
+        // A sorted batch renders its documents as well as applying its
+        // events, so it holds half a batch's events to stay within the
+        // memory a batch of events or of deferred documents takes.
+        let size = (self.options.batch_size / 2).max(1);
+        // After a stop request the rest is dropped: no checkpoint was
+        // written, so a restart takes everything in again.
+        while sorted.left() > 0 && !self.stop_request.requested {
+            let (back, events) = tokio::task::spawn_blocking(move || {
+                let events = sorted.next_batch(size);
+                (sorted, events)
+            })
+            .await
+            .context("the merging task failed")?;
+            sorted = back;
+            self.batch = events?;
+            self.batch_started = Instant::now();
+            let place = if sorted.left() == 0 {
+                SortedPlace { checkpoints: sorted.checkpoints(source_id), last_recorded_at: sorted.last_recorded_at() }
+            } else {
+                SortedPlace { checkpoints: Vec::new(), last_recorded_at: Vec::new() }
+            };
+            self.write_events(Rendering::InBatch, Some(place)).await?;
+        }
+        Ok(())
+    }
+
     /// Projects the gathered batch, parks what it rejected, and starts its
     /// write once the write before it has committed.
     async fn write_batch(&mut self, keep_deferring: bool) -> anyhow::Result<()> {
+        let rendering =
+            if keep_deferring || self.deferred.is_waiting() { Rendering::Deferred } else { Rendering::InBatch };
+        self.write_events(rendering, None).await
+    }
+
+    /// [`Self::write_batch`] with the rendering decided; a sorted batch
+    /// (`sorted` set) writes the checkpoints given instead of its own.
+    async fn write_events(&mut self, rendering: Rendering, sorted: Option<SortedPlace>) -> anyhow::Result<()> {
         let writing = &self.writing;
         let (store, version, source_id, give_up) = (writing.store, writing.version, writing.source_id, writing.give_up);
         self.batches_started += 1;
         let span = tracing::info_span!("batch", number = self.batches_started, events = self.batch.len());
-        let rendering =
-            if keep_deferring || self.deferred.is_waiting() { Rendering::Deferred } else { Rendering::InBatch };
         let pending = self.in_flight.as_ref().map(|write| Arc::clone(&write.batch));
         let read_after = self.committed.last_mark;
         let batch = &self.batch;
@@ -210,11 +295,15 @@ impl<'a, Shutdown: Future<Output = ()>> BatchLoop<'a, Shutdown> {
             )
             .await?;
         outcome.write.read_set.read_after = read_after;
+        let mut last_recorded_at = last_recorded_at(&self.batch);
+        if let Some(place) = sorted {
+            outcome.write.checkpoints = place.checkpoints;
+            last_recorded_at = place.last_recorded_at;
+        }
         let parked = with_originals(&outcome.parked, &self.batch);
         let dead_letters = &mut self.dead_letters;
         self.stop_request.minding(while_sink_unavailable(give_up, || dead_letters.park(source_id, &parked))).await?;
         self.stop_request.minding(self.committed.finish(self.in_flight.take(), writing.observer)).await?;
-        let mut last_recorded_at = last_recorded_at(&self.batch);
         let mut held_back = Vec::new();
         if rendering == Rendering::Deferred {
             held_back.clone_from(&outcome.held_checkpoints);
@@ -264,6 +353,13 @@ impl<'a, Shutdown: Future<Output = ()>> BatchLoop<'a, Shutdown> {
         self.stop_request.minding(self.committed.finish(self.in_flight.take(), self.writing.observer)).await?;
         let (store, version, source_id) = (self.writing.store, self.writing.version, self.writing.source_id);
         let checkpoints = store.checkpoints(version, source_id).await.map_err(|error| error.to_string());
+        // The first barrier comes before any event: a store without
+        // checkpoints of the source starts with a sorted catch-up.
+        if std::mem::take(&mut self.may_sort) && checkpoints.as_ref().is_ok_and(Vec::is_empty) {
+            self.catch_up = Some(CatchUpSort::new(RUN_EVENTS)?);
+        }
+        let any_order = self.catch_up.is_some();
+        let checkpoints = checkpoints.map(|checkpoints| Resume { checkpoints, any_order });
         // The source may have gone away meanwhile; then nobody waits for the answer.
         let _ = reply.send(checkpoints);
         Ok(())

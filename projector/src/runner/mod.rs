@@ -19,7 +19,10 @@
 //! renders the last of them carries the checkpoints the deferred batches held.
 //!
 //! Where it starts: the store's checkpoints. A restart after a crash at any
-//! point reads again exactly the events whose effects did not commit.
+//! point reads again exactly the events whose effects did not commit. When
+//! the store has none for the source and the run asks for it, the loop
+//! first takes in everything the source holds and writes it sorted by
+//! aggregate (`catch_up_sort`), then goes on batch by batch.
 //!
 //! Idle for 30 seconds, and at the end of a run, the loop lets the store
 //! finish what it keeps off the batch path (`ProjectionWrites::settle`:
@@ -36,6 +39,7 @@
 //! from its answer to their first barrier), and sinks park what it rejects.
 
 mod batch_loop;
+mod catch_up_sort;
 mod deferred_rendering;
 mod observer;
 mod retry;
@@ -70,11 +74,15 @@ pub struct RunOptions {
     pub render_deferral: RenderDeferral,
     /// How long the change feed keeps superseded changes and withdrawals.
     pub change_feed_retention: Duration,
+    /// On a store that holds nothing of the source, take in everything the
+    /// source holds and write it sorted by aggregate (`catch_up_sort`).
+    pub sorted_catch_up: bool,
 }
 
 impl Default for RunOptions {
     /// The projector's defaults: batches of 30,000 events, 100 ms of
-    /// linger, following the source.
+    /// linger, following the source, each batch written as it fills (the
+    /// command line turns the sorted catch-up on).
     fn default() -> RunOptions {
         RunOptions {
             batch_size: 30_000,
@@ -82,6 +90,7 @@ impl Default for RunOptions {
             exit_when_caught_up: false,
             render_deferral: RenderDeferral::DEFAULT,
             change_feed_retention: read_model::change_feed::DEFAULT_RETENTION,
+            sorted_catch_up: false,
         }
     }
 }

@@ -141,13 +141,17 @@ async fn write_until_fresh(
             Err(StoreError::WriteConflict(what)) => {
                 tracing::info!(%what, "another projector changed the batch's inputs; projecting it again");
                 match &reprojection {
+                    // The checkpoints stay those the loop gave the first
+                    // write: the same events give the same ones, except in a
+                    // sorted catch-up, where the loop decides them.
                     Reprojection::Events { events, rendering } => {
+                        let checkpoints = batch.checkpoints.clone();
                         let outcome = while_store_unavailable(&give_up, || {
                             project_batch(store, version, &source_id, events, None, *rendering)
                         })
                         .await?;
                         written.late_renders.merge(outcome.deferred);
-                        outcome.write
+                        WriteBatch { checkpoints, ..outcome.write }
                     }
                     Reprojection::Documents(documents) => {
                         let checkpoints = batch.checkpoints.clone();

@@ -12,7 +12,7 @@ use std::fs::File;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -20,8 +20,8 @@ use apache_avro::Reader;
 use tokio::sync::mpsc;
 
 use super::{
-    Backlog, Position, Rejection, SourceFeed, SourceMessage, SourcedEvent, checkpoints_from_loop, event_from_value,
-    record_count,
+    Backlog, Position, Rejection, SourceFeed, SourceMessage, SourcedEvent, event_from_value, record_count,
+    resume_from_loop,
 };
 use crate::contract::{Contract, Topic};
 use crate::resolution::Resolver;
@@ -243,10 +243,16 @@ impl FileProgress {
     }
 }
 
+/// Files read side by side when the loop takes events in any order (a
+/// sorted catch-up): decoding is then all the projector does, and one
+/// reader keeps one core busy.
+const SIDE_BY_SIDE_READERS: usize = 2;
+
 /// The reader thread: reads every file from where the store left it, says
 /// when it has caught up, and (when following) looks again after
 /// `poll_interval`. Before each pass it counts the records of the files it
-/// will read into `found`.
+/// will read into `found`. When the loop takes events in any order, the
+/// first pass reads files side by side.
 fn read_files(
     source: &FileSource,
     sender: &mpsc::Sender<SourceMessage>,
@@ -255,12 +261,13 @@ fn read_files(
     poll_interval: Duration,
 ) {
     let stopped = || stop.load(Ordering::Relaxed);
-    let Some(checkpoints) = checkpoints_from_loop(sender, &stopped) else { return };
+    let Some(resume) = resume_from_loop(sender, &stopped) else { return };
     let mut progress = FileProgress::from_checkpoints(
-        checkpoints.into_iter().map(|checkpoint| (checkpoint.stream, checkpoint.next_offset)),
+        resume.checkpoints.into_iter().map(|checkpoint| (checkpoint.stream, checkpoint.next_offset)),
     );
     let send = |message| !stopped() && sender.blocking_send(message).is_ok();
     let mut counted = HashMap::new();
+    let mut any_order = resume.any_order;
     loop {
         let files = match source.files() {
             Ok(files) => files,
@@ -275,22 +282,17 @@ fn read_files(
                 found.add(progress.newly_found(&mut counted, name, records));
             }
         }
-        for name in files {
-            let length = source.file_length(&name);
-            if !progress.may_have_more(&name, length) {
-                continue;
-            }
-            if stopped() {
-                return;
-            }
-            let mut open = true;
-            let next = source.read_file(&name, progress.next_offset(&name), &mut |event| {
-                open = send(SourceMessage::Event(event));
-                open
-            });
-            if !open {
-                return;
-            }
+        let to_read: Vec<(String, Option<u64>)> = files
+            .into_iter()
+            .map(|name| {
+                let length = source.file_length(&name);
+                (name, length)
+            })
+            .filter(|(name, length)| progress.may_have_more(name, *length))
+            .collect();
+        let readers = if std::mem::take(&mut any_order) { SIDE_BY_SIDE_READERS } else { 1 };
+        let Some(read) = read_side_by_side(source, &to_read, &progress, readers, &send) else { return };
+        for ((name, length), next) in to_read.into_iter().zip(read) {
             progress.read_to_end(name, length, next);
         }
         if !send(SourceMessage::CaughtUp) {
@@ -298,6 +300,51 @@ fn read_files(
         }
         std::thread::sleep(poll_interval);
     }
+}
+
+/// Reads `files` from their next offsets with `readers` threads, each
+/// taking the next file not taken yet, and sends their events; one reader
+/// reads them in order. Returns each file's next offset, or `None` once the
+/// loop is gone or a stop was asked for.
+fn read_side_by_side(
+    source: &FileSource,
+    files: &[(String, Option<u64>)],
+    progress: &FileProgress,
+    readers: usize,
+    send: &(dyn Fn(SourceMessage) -> bool + Sync),
+) -> Option<Vec<i64>> {
+    let taken = std::sync::atomic::AtomicUsize::new(0);
+    let closed = AtomicBool::new(false);
+    let next_offsets: Vec<AtomicI64> = files.iter().map(|_| AtomicI64::new(0)).collect();
+    let read = || {
+        loop {
+            let index = taken.fetch_add(1, Ordering::Relaxed);
+            let Some((name, _)) = files.get(index) else { return };
+            let mut open = !closed.load(Ordering::Relaxed);
+            if !open {
+                return;
+            }
+            let next = source.read_file(name, progress.next_offset(name), &mut |event| {
+                open = send(SourceMessage::Event(event));
+                open
+            });
+            if !open {
+                closed.store(true, Ordering::Relaxed);
+                return;
+            }
+            next_offsets[index].store(next, Ordering::Relaxed);
+        }
+    };
+    std::thread::scope(|scope| {
+        for _ in 1..readers {
+            scope.spawn(read);
+        }
+        read();
+    });
+    if closed.load(Ordering::Relaxed) {
+        return None;
+    }
+    Some(next_offsets.into_iter().map(AtomicI64::into_inner).collect())
 }
 
 #[cfg(test)]

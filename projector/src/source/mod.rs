@@ -5,7 +5,8 @@
 //! events to the projection loop through a [`SourceFeed`]; it never applies
 //! anything, and it must not know the loop or the store's write path. Every
 //! source learns where to start the same way: it asks the loop for the
-//! store's checkpoints through a barrier ([`checkpoints_from_loop`]).
+//! store's checkpoints through a barrier ([`resume_from_loop`]), whose
+//! answer also says whether the loop takes events in any order.
 
 pub mod file;
 pub mod kafka;
@@ -17,6 +18,7 @@ use std::time::Duration;
 
 use apache_avro::types::Value;
 use read_model::Checkpoint;
+use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
 use crate::backoff::Backoff;
@@ -58,7 +60,18 @@ pub enum SourceMessage {
     /// store's checkpoints of this source. Sent when partitions are revoked
     /// (so they are released fully written) and when partitions are assigned
     /// (so they resume from the store, not from Kafka's committed offsets).
-    Barrier(std::sync::mpsc::SyncSender<Result<Vec<Checkpoint>, String>>),
+    Barrier(std::sync::mpsc::SyncSender<Result<Resume, String>>),
+}
+
+/// The loop's answer to a barrier.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Resume {
+    /// The store's checkpoints of this source.
+    pub checkpoints: Vec<Checkpoint>,
+    /// The loop takes in everything up to the next barrier or catch-up
+    /// before it writes any of it, sorted (a sorted catch-up), so the
+    /// source may send its partitions in any order until then.
+    pub any_order: bool,
 }
 
 /// A running source: its reader thread, the channel it sends on, and how to stop it.
@@ -92,16 +105,13 @@ pub const RETRY_CEILING: Duration = Duration::from_secs(10);
 /// checkpoints of this source, through a [`SourceMessage::Barrier`]; retries
 /// while the store cannot answer. `None` once the loop is gone, or once
 /// `give_up` says so between attempts. Called by a source's thread.
-pub fn checkpoints_from_loop(
-    sender: &mpsc::Sender<SourceMessage>,
-    give_up: &dyn Fn() -> bool,
-) -> Option<Vec<Checkpoint>> {
+pub fn resume_from_loop(sender: &mpsc::Sender<SourceMessage>, give_up: &dyn Fn() -> bool) -> Option<Resume> {
     let mut backoff = Backoff::up_to(RETRY_CEILING);
     loop {
         let (reply, answer) = std::sync::mpsc::sync_channel(1);
         sender.blocking_send(SourceMessage::Barrier(reply)).ok()?;
         match answer.recv().ok()? {
-            Ok(checkpoints) => return Some(checkpoints),
+            Ok(resume) => return Some(resume),
             Err(error) => {
                 let delay = backoff.next_delay();
                 tracing::warn!(%error, retry_in_ms = delay.as_millis() as u64, "cannot read the store's checkpoints");
@@ -115,7 +125,7 @@ pub fn checkpoints_from_loop(
 }
 
 /// Where an event sits in its source.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Position {
     /// A topic, or for the file source a file name.
     pub stream: String,
@@ -133,14 +143,14 @@ pub struct SourcedEvent {
 }
 
 /// A message as the source delivered it, for a dead-letter topic.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OriginalMessage {
     pub key: Option<Vec<u8>>,
     pub value: Option<Vec<u8>>,
 }
 
 /// Why an event cannot be used, with what is known of it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Rejection {
     pub reason: String,
     pub topic: Option<Topic>,

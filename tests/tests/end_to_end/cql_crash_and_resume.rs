@@ -16,8 +16,9 @@ use projector::generate::{GenerateOptions, Random, generate};
 const KILLS: usize = 20;
 
 /// `projector run` of `events` into keyspace `keyspace`, exiting once caught
-/// up, deferring the rendering of up to `deferred` documents while behind.
-fn projector(events: &Path, data: &Path, keyspace: &str, deferred: usize) -> Command {
+/// up, deferring the rendering of up to `deferred` documents while behind,
+/// starting with a sorted catch-up if `sorted` and the keyspace has no checkpoints.
+fn projector(events: &Path, data: &Path, keyspace: &str, deferred: usize, sorted: bool) -> Command {
     let mut command = Command::new(binary("projector"));
     command
         .args(["run", "--exit-when-caught-up", "--batch-size", "250", "--admin-listen", "127.0.0.1:0"])
@@ -26,6 +27,7 @@ fn projector(events: &Path, data: &Path, keyspace: &str, deferred: usize) -> Com
         .arg("--data-dir")
         .arg(data)
         .env("LCC_RENDER_DEFERRAL_MAX_DOCUMENTS", deferred.to_string())
+        .env("LCC_SORTED_CATCH_UP", sorted.to_string())
         .env("RUST_LOG", "warn")
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
@@ -33,8 +35,8 @@ fn projector(events: &Path, data: &Path, keyspace: &str, deferred: usize) -> Com
     command
 }
 
-fn run_to_the_end(events: &Path, data: &Path, keyspace: &str) -> end_to_end_tests::RunSummary {
-    let output = projector(events, data, keyspace, 400).output().expect("projector runs");
+fn run_to_the_end(events: &Path, data: &Path, keyspace: &str, sorted: bool) -> end_to_end_tests::RunSummary {
+    let output = projector(events, data, keyspace, 400, sorted).output().expect("projector runs");
     assert!(output.status.success(), "projector into {keyspace} failed: {:?}", output.status);
     summary_of(&String::from_utf8_lossy(&output.stdout))
 }
@@ -47,19 +49,25 @@ fn sigkill_at_random_points_while_writing_into_cassandra_then_restart_gives_the_
     let manifest = generate(&options, &events).expect("generate");
     let (clean, crashed) = (fresh_keyspace("crash_clean"), fresh_keyspace("crash_killed"));
 
-    let clean_summary = run_to_the_end(&events, &directory.path().join("clean"), &clean);
+    // The clean run writes in a sorted catch-up, the killed runs but the first two batch by batch.
+    let clean_summary = run_to_the_end(&events, &directory.path().join("clean"), &clean, true);
     assert_eq!(clean_summary.events as usize, manifest.events);
 
     // Each run is killed once it has committed one to six batches, and a
     // moment more. Every other run defers rendering (up to 400 documents), so
     // kills land while documents and checkpoints wait; the others render in
     // each batch, so kills land between every phase of a batch that carries
-    // checkpoints, and the stream moves on from run to run.
+    // checkpoints, and the stream moves on from run to run. The first two
+    // runs, on a keyspace without checkpoints, start with a sorted catch-up,
+    // whose batches carry no checkpoints until its last: kills leave states
+    // and documents that the runs after them find again.
     let mut random = Random::new(2027);
     let crashed_data = directory.path().join("crashed");
     for attempt in 0..KILLS {
         let deferred = if attempt % 2 == 0 { 400 } else { 0 };
-        let (mut child, mut listening) = spawn_listening(&mut projector(&events, &crashed_data, &crashed, deferred));
+        let sorted = attempt < 2;
+        let (mut child, mut listening) =
+            spawn_listening(&mut projector(&events, &crashed_data, &crashed, deferred, sorted));
         let admin = listening.remove("admin").expect("an admin listener");
         let batches = random.range(1, 7) as u64;
         let started = Instant::now();
@@ -72,7 +80,7 @@ fn sigkill_at_random_points_while_writing_into_cassandra_then_restart_gives_the_
         child.kill().expect("SIGKILL");
         child.wait().expect("reaped");
     }
-    let final_summary = run_to_the_end(&events, &crashed_data, &crashed);
+    let final_summary = run_to_the_end(&events, &crashed_data, &crashed, false);
     eprintln!(
         "the last run read {} of {} events and applied {} of {}",
         final_summary.events, clean_summary.events, final_summary.applied, clean_summary.applied

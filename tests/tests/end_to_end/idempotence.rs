@@ -116,8 +116,11 @@ fn duplicated_and_shuffled_delivery_gives_byte_identical_documents() {
     let shuffled_directory = directory.path().join("shuffled");
     write_segments(&shuffled, &shuffled_directory, &contract);
 
+    // The clean run starts with a sorted catch-up, the replay goes batch by batch.
     let clean = project(&in_order, &directory.path().join("clean"), 1_000);
-    let replayed = project(&shuffled_directory, &directory.path().join("replayed"), 1_000);
+    let batch_by_batch = [("LCC_SORTED_CATCH_UP", "false")];
+    let replayed =
+        project_with_environment(&shuffled_directory, &directory.path().join("replayed"), 1_000, &batch_by_batch);
     assert_eq!(replayed.applied, clean.applied, "every event applied exactly once");
     assert_eq!(replayed.events, 2 * clean.events);
     assert_eq!(replayed.applied + replayed.skipped_as_duplicates + replayed.parked, replayed.events);
@@ -129,31 +132,40 @@ fn duplicated_and_shuffled_delivery_gives_byte_identical_documents() {
     );
 }
 
-/// Batch boundaries are invisible, and so is when documents are rendered:
-/// tiny batches (each projected while the previous one is still being
-/// written, through the overlay) give the same documents as one single
-/// batch, whether each renders its own documents, they all defer rendering
-/// until the source has caught up, or deferral stops and starts again every
-/// 50 documents.
+/// Batch boundaries are invisible, and so is when documents are rendered
+/// and the order of a sorted catch-up: tiny batches (each projected while
+/// the previous one is still being written, through the overlay) give the
+/// same documents as one single batch in the source's order, whether each
+/// renders its own documents, they all defer rendering until the source has
+/// caught up, deferral stops and starts again every 50 documents, or the
+/// batches come sorted by aggregate.
 #[test]
-fn batch_size_and_render_deferral_do_not_change_the_documents() {
+fn batch_size_render_deferral_and_a_sorted_catch_up_do_not_change_the_documents() {
     let directory = tempfile::tempdir().expect("tempdir");
     let events = directory.path().join("events");
     let options = GenerateOptions { works: 500, seed: 8, events_per_segment: 500, sandbox: false };
     generate(&options, &events).expect("generate");
-    let one_batch = project(&events, &directory.path().join("one-batch"), 1_000_000);
+    let in_stream_order = [("LCC_SORTED_CATCH_UP", "false")];
+    let one_batch = project_with_environment(&events, &directory.path().join("one-batch"), 1_000_000, &in_stream_order);
     let expected = dump_documents(&directory.path().join("one-batch"));
     let mut writes = Vec::new();
-    for (name, max_documents) in
-        [("in-every-batch", "0"), ("deferred-until-caught-up", "1000000"), ("deferred-by-50", "50")]
-    {
+    for (name, max_documents, sorted) in [
+        ("in-every-batch", "0", "false"),
+        ("deferred-until-caught-up", "1000000", "false"),
+        ("deferred-by-50", "50", "false"),
+        ("sorted-catch-up", "1000000", "true"),
+    ] {
         let data = directory.path().join(name);
-        let environment = [("LCC_RENDER_DEFERRAL_MAX_DOCUMENTS", max_documents)];
+        let environment = [("LCC_RENDER_DEFERRAL_MAX_DOCUMENTS", max_documents), ("LCC_SORTED_CATCH_UP", sorted)];
         let tiny_batches = project_with_environment(&events, &data, 7, &environment);
         assert_eq!(one_batch.applied, tiny_batches.applied, "{name}");
+        assert_eq!(one_batch.parked, tiny_batches.parked, "{name}");
         assert_same_documents(&expected, &dump_documents(&data));
         writes.push(tiny_batches.batches);
     }
-    // Deferred documents are written in batches of their own, after the events'.
+    // Deferred documents are written in batches of their own, after the
+    // events'; a sorted catch-up writes batches of half the batch size (3
+    // events), each rendering its own documents, and nothing else.
     assert!(writes[1] > writes[0] && writes[2] > writes[0], "store writes: {writes:?}");
+    assert_eq!(writes[3], one_batch.events.div_ceil(3), "store writes: {writes:?}");
 }

@@ -34,12 +34,14 @@ fn sigkill_mid_stream_then_restart_gives_the_file_projection_and_sigterm_exits_c
     let data = directory.path().join("killed");
     // Every start joins a group of its own: where a start resumes comes from
     // the store's checkpoints, not from offsets committed to Kafka, and no
-    // start waits for a killed member to time out of its group.
+    // start waits for a killed member to time out of its group. Each writes
+    // batch by batch, with checkpoints, from its first batch on (a sorted
+    // catch-up would start over after every kill until one finished it).
     let mut starts = 0;
     let mut projector = || {
         starts += 1;
         let mut command = kafka_projector_command(&broker, &data, &format!("projector-{starts}"), "");
-        command.arg("--writer-schema-dir").arg(&published);
+        command.arg("--writer-schema-dir").arg(&published).env("LCC_SORTED_CATCH_UP", "false");
         command
     };
 

@@ -115,6 +115,11 @@ pub(crate) struct RunTuning {
     /// wait to be rendered once, up to this many; 0 renders each batch's documents in the batch.
     #[arg(long, env = "LCC_RENDER_DEFERRAL_MAX_DOCUMENTS", default_value_t = RenderDeferral::DEFAULT.max_documents)]
     pub(crate) render_deferral_max_documents: usize,
+    /// On a store that holds nothing of the source (a rebuild, a first run),
+    /// take in everything the source holds, sorted by aggregate in temporary
+    /// files, before writing it; nothing is visible until it is all written.
+    #[arg(long, env = "LCC_SORTED_CATCH_UP", default_value_t = true, action = clap::ArgAction::Set)]
+    pub(crate) sorted_catch_up: bool,
     /// The longest a deferred document waits to be rendered, in seconds
     /// [default: 120 for `run`, 600 for `rebuild`].
     #[arg(long, env = "LCC_RENDER_DEFERRAL_MAX_SECONDS")]
@@ -163,6 +168,7 @@ impl RunTuning {
                 max_wait: self.render_deferral_max_seconds.map_or(deferral.max_wait, Duration::from_secs),
                 ..deferral
             },
+            sorted_catch_up: self.sorted_catch_up,
         }
     }
 

@@ -34,7 +34,7 @@ use crate::progress::PartitionBoard;
 use crate::runner::{BatchObserver, CommittedBatch};
 use crate::source::{
     Backlog, OriginalMessage, Partition, Position, RETRY_CEILING, SourceFeed, SourceMessage, SourcedEvent,
-    checkpoints_from_loop,
+    resume_from_loop,
 };
 
 /// What the consumer needs besides the connection settings.
@@ -168,7 +168,7 @@ impl ProjectorContext {
     /// `None` once the loop is gone (the projector is stopping).
     fn barrier(&self) -> Option<Vec<Checkpoint>> {
         // A revocation while stopping must still pass: it releases the partitions fully written.
-        checkpoints_from_loop(&self.sender, &|| false)
+        resume_from_loop(&self.sender, &|| false).map(|resume| resume.checkpoints)
     }
 }
 
