@@ -320,10 +320,10 @@ fn read_side_by_side(
         loop {
             let index = taken.fetch_add(1, Ordering::Relaxed);
             let Some((name, _)) = files.get(index) else { return };
-            let mut open = !closed.load(Ordering::Relaxed);
-            if !open {
+            if closed.load(Ordering::Relaxed) {
                 return;
             }
+            let mut open = true;
             let next = source.read_file(name, progress.next_offset(name), &mut |event| {
                 open = send(SourceMessage::Event(event));
                 open
