@@ -159,6 +159,29 @@ pub fn sigkill_after(child: &mut Child, delay: Duration) -> bool {
     killed
 }
 
+/// Starts a process `attempts` times with `start` and kills each with
+/// SIGKILL, if it still runs, after a delay drawn between `shortest_ms` and
+/// `longest_ms` from a generator seeded with `seed`; asserts that at least
+/// three kills hit a running process, or the test proved little.
+pub fn sigkill_at_random_points(
+    attempts: usize,
+    seed: u64,
+    (shortest_ms, longest_ms): (i64, i64),
+    mut start: impl FnMut() -> Child,
+) {
+    let mut random = projector::generate::Random::new(seed);
+    let mut killed_mid_stream = 0;
+    for attempt in 0..attempts {
+        let mut child = start();
+        let delay = Duration::from_millis(random.range(shortest_ms, longest_ms) as u64);
+        if sigkill_after(&mut child, delay) {
+            killed_mid_stream += 1;
+            eprintln!("attempt {attempt}: killed after {delay:?}");
+        }
+    }
+    assert!(killed_mid_stream >= 3, "only {killed_mid_stream} kills hit a running process; the test proved little");
+}
+
 /// The command line of a projector run that exits when caught up, to spawn and kill.
 pub fn projector_command(events: &Path, data: &(impl TestStore + ?Sized), batch_size: usize) -> Command {
     let mut command = following_projector_command(events, data, batch_size);

@@ -295,11 +295,13 @@ impl<'a, Shutdown: Future<Output = ()>> BatchLoop<'a, Shutdown> {
             )
             .await?;
         outcome.write.read_set.read_after = read_after;
-        let mut last_recorded_at = last_recorded_at(&self.batch);
-        if let Some(place) = sorted {
-            outcome.write.checkpoints = place.checkpoints;
-            last_recorded_at = place.last_recorded_at;
-        }
+        let mut last_recorded_at = match sorted {
+            Some(place) => {
+                outcome.write.checkpoints = place.checkpoints;
+                place.last_recorded_at
+            }
+            None => last_recorded_at(&self.batch),
+        };
         let parked = with_originals(&outcome.parked, &self.batch);
         let dead_letters = &mut self.dead_letters;
         self.stop_request.minding(while_sink_unavailable(give_up, || dead_letters.park(source_id, &parked))).await?;

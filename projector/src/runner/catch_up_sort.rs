@@ -41,7 +41,7 @@ use read_model::calendar::Timestamp;
 use serde::{Deserialize, Serialize};
 
 use crate::contract::Topic;
-use crate::source::{OriginalMessage, Partition, Position, Rejection, SourcedEvent};
+use crate::source::{NextOffsets, OriginalMessage, Partition, Position, Rejection, SourcedEvent};
 
 /// Events a run holds in memory before it is spilled: about 100 MiB of
 /// decoded events, which leaves the batches written after it room within
@@ -136,7 +136,7 @@ pub(super) struct CatchUpSort {
     /// it gives back the run's memory, emptied, for the run after the next.
     writing: Option<std::thread::JoinHandle<Result<Taken, SortError>>>,
     taken_in: u64,
-    next_offsets: BTreeMap<Partition, i64>,
+    next_offsets: NextOffsets,
     last_recorded_at: BTreeMap<Partition, Timestamp>,
 }
 
@@ -154,19 +154,17 @@ impl CatchUpSort {
             spilled: Vec::new(),
             writing: None,
             taken_in: 0,
-            next_offsets: BTreeMap::new(),
+            next_offsets: NextOffsets::default(),
             last_recorded_at: BTreeMap::new(),
         })
     }
 
     /// Takes in the next event of the source.
     pub(super) fn push(&mut self, event: SourcedEvent) {
-        let partition = event.position.partition();
         if let Ok(decoded) = &event.outcome {
-            self.last_recorded_at.insert(partition.clone(), decoded.envelope.recorded_at);
+            self.last_recorded_at.insert(event.position.partition(), decoded.envelope.recorded_at);
         }
-        let next = self.next_offsets.entry(partition).or_insert(0);
-        *next = (*next).max(event.position.offset + 1);
+        self.next_offsets.advance(&event.position);
         let key = SortKey::of(&event);
         self.taken_in += 1;
         self.filling.push((key, event));
@@ -294,7 +292,7 @@ pub(super) struct SortedEvents {
     /// The runs by the key of their next event.
     order: BinaryHeap<Reverse<(SortKey, usize)>>,
     left: u64,
-    next_offsets: BTreeMap<Partition, i64>,
+    next_offsets: NextOffsets,
     last_recorded_at: BTreeMap<Partition, Timestamp>,
     /// Removed, with the spill files, when the events are.
     _directory: tempfile::TempDir,
@@ -321,15 +319,7 @@ impl SortedEvents {
     /// The checkpoints of everything taken in: the offset after the last
     /// event of each partition.
     pub(super) fn checkpoints(&self, source: &str) -> Vec<Checkpoint> {
-        self.next_offsets
-            .iter()
-            .map(|(partition, next_offset)| Checkpoint {
-                source: source.to_owned(),
-                stream: partition.stream.clone(),
-                partition: partition.number,
-                next_offset: *next_offset,
-            })
-            .collect()
+        self.next_offsets.checkpoints(source)
     }
 
     /// The recorded-at time of the last usable event of each partition taken in.

@@ -12,6 +12,7 @@ pub mod file;
 pub mod kafka;
 pub mod record_count;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -121,6 +122,32 @@ pub fn resume_from_loop(sender: &mpsc::Sender<SourceMessage>, give_up: &dyn Fn()
                 std::thread::sleep(delay);
             }
         }
+    }
+}
+
+/// The offset after the last event read of each partition: the checkpoints
+/// of everything read.
+#[derive(Debug, Default)]
+pub struct NextOffsets(BTreeMap<Partition, i64>);
+
+impl NextOffsets {
+    /// Notes an event read at `position`.
+    pub fn advance(&mut self, position: &Position) {
+        let next = self.0.entry(position.partition()).or_insert(0);
+        *next = (*next).max(position.offset + 1);
+    }
+
+    /// The checkpoints of `source` that everything read so far passes.
+    pub fn checkpoints(&self, source: &str) -> Vec<Checkpoint> {
+        self.0
+            .iter()
+            .map(|(partition, next_offset)| Checkpoint {
+                source: source.to_owned(),
+                stream: partition.stream.clone(),
+                partition: partition.number,
+                next_offset: *next_offset,
+            })
+            .collect()
     }
 }
 

@@ -2,13 +2,11 @@
 //! with the same store as one clean run: no event lost, none applied twice,
 //! batch by batch and in a sorted catch-up.
 
-use std::time::Duration;
-
 use end_to_end_tests::{
     assert_same_documents, dump_documents, parked_events, project, project_with_environment, projector_command,
-    sigkill_after,
+    sigkill_at_random_points,
 };
-use projector::generate::{GenerateOptions, Random, generate};
+use projector::generate::{GenerateOptions, generate};
 
 #[test]
 fn sigkill_at_random_points_then_restart_gives_the_clean_store() {
@@ -22,23 +20,15 @@ fn sigkill_at_random_points_then_restart_gives_the_clean_store() {
     assert_eq!(clean_summary.events as usize, manifest.events);
 
     let crashed = directory.path().join("crashed");
-    let mut random = Random::new(2026);
-    let mut killed_mid_stream = 0;
-    for attempt in 0..8 {
-        // Rendering deferred 400 documents at a time: kills land both while
-        // documents and checkpoints wait and after they were written.
-        let mut child = projector_command(&events, &crashed, 250)
+    // Rendering deferred 400 documents at a time: kills land both while
+    // documents and checkpoints wait and after they were written.
+    sigkill_at_random_points(8, 2026, (150, 700), || {
+        projector_command(&events, &crashed, 250)
             .env("LCC_RENDER_DEFERRAL_MAX_DOCUMENTS", "400")
             .env("LCC_SORTED_CATCH_UP", "false")
             .spawn()
-            .expect("projector starts");
-        let delay = Duration::from_millis(random.range(150, 700) as u64);
-        if sigkill_after(&mut child, delay) {
-            killed_mid_stream += 1;
-            eprintln!("attempt {attempt}: killed after {delay:?}");
-        }
-    }
-    assert!(killed_mid_stream >= 3, "only {killed_mid_stream} kills hit a running projector; the test proved little");
+            .expect("projector starts")
+    });
     let final_summary = project_with_environment(&events, &crashed, 250, &[("LCC_SORTED_CATCH_UP", "false")]);
     assert!(final_summary.events < clean_summary.events, "the restart must resume, not start over");
 
@@ -61,17 +51,9 @@ fn sigkill_during_a_sorted_catch_up_then_restart_gives_the_clean_store() {
     let clean_summary = project_with_environment(&events, &clean, 250, &[("LCC_SORTED_CATCH_UP", "false")]);
 
     let crashed = directory.path().join("crashed");
-    let mut random = Random::new(2027);
-    let mut killed_mid_stream = 0;
-    for attempt in 0..6 {
-        let mut child = projector_command(&events, &crashed, 250).spawn().expect("projector starts");
-        let delay = Duration::from_millis(random.range(150, 900) as u64);
-        if sigkill_after(&mut child, delay) {
-            killed_mid_stream += 1;
-            eprintln!("attempt {attempt}: killed after {delay:?}");
-        }
-    }
-    assert!(killed_mid_stream >= 3, "only {killed_mid_stream} kills hit a running projector; the test proved little");
+    sigkill_at_random_points(6, 2027, (150, 900), || {
+        projector_command(&events, &crashed, 250).spawn().expect("projector starts")
+    });
     let final_summary = project(&events, &crashed, 250);
     eprintln!("the run after the kills: {final_summary:?}");
     assert!(

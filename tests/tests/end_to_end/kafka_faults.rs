@@ -18,9 +18,8 @@ use end_to_end_tests::kafka::{
 };
 use end_to_end_tests::{
     ProjectedStream, assert_same_documents, dump_documents, events_committed, generate_and_project, http, metric,
-    sigkill_after, spawn_listening, summary_of,
+    sigkill_at_random_points, spawn_listening, summary_of,
 };
-use projector::generate::Random;
 
 #[test]
 fn sigkill_mid_stream_then_restart_gives_the_file_projection_and_sigterm_exits_cleanly() {
@@ -45,17 +44,9 @@ fn sigkill_mid_stream_then_restart_gives_the_file_projection_and_sigterm_exits_c
         command
     };
 
-    let mut random = Random::new(7);
-    let mut killed_mid_stream = 0;
-    for attempt in 0..6 {
-        let mut child = projector().arg("--exit-when-caught-up").stderr(Stdio::null()).spawn().expect("starts");
-        let delay = Duration::from_millis(random.range(150, 600) as u64);
-        if sigkill_after(&mut child, delay) {
-            killed_mid_stream += 1;
-            eprintln!("attempt {attempt}: killed after {delay:?}");
-        }
-    }
-    assert!(killed_mid_stream >= 3, "only {killed_mid_stream} kills hit a running projector; the test proved little");
+    sigkill_at_random_points(6, 7, (150, 600), || {
+        projector().arg("--exit-when-caught-up").stderr(Stdio::null()).spawn().expect("starts")
+    });
 
     // SIGTERM while following: the batch is finished, the group left, exit 0.
     let following = projector().stderr(Stdio::null()).spawn().expect("starts");

@@ -35,7 +35,7 @@ use self::rendering::{render_dirty, to_body};
 use super::rules::apply;
 use crate::contract::Topic;
 use crate::events::{Change, Event};
-use crate::source::{Partition, Position, Rejection, SourcedEvent};
+use crate::source::{NextOffsets, Position, Rejection, SourcedEvent};
 
 /// When a batch's documents are rendered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,14 +86,13 @@ pub async fn project_batch(
         .collect();
     aggregates.load(store, version, &overlay, own_keys).await?;
 
-    let mut next_offsets: BTreeMap<Partition, i64> = BTreeMap::new();
+    let mut next_offsets = NextOffsets::default();
     let mut dirty_works: BTreeMap<String, Stale> = BTreeMap::new();
     let mut dirty_licenses = BTreeSet::new();
     let mut dirty_parties = BTreeSet::new();
     for sourced in events {
         let position = &sourced.position;
-        let next = next_offsets.entry(position.partition()).or_insert(0);
-        *next = (*next).max(position.offset + 1);
+        next_offsets.advance(position);
         let event = match &sourced.outcome {
             Ok(event) => event,
             Err(rejection) => {
@@ -161,15 +160,7 @@ pub async fn project_batch(
             ));
         }
     }
-    let checkpoints = next_offsets
-        .into_iter()
-        .map(|(partition, next_offset)| Checkpoint {
-            source: source.to_owned(),
-            stream: partition.stream,
-            partition: partition.number,
-            next_offset,
-        })
-        .collect();
+    let checkpoints = next_offsets.checkpoints(source);
     match rendering {
         Rendering::InBatch => outcome.write.checkpoints = checkpoints,
         Rendering::Deferred => outcome.held_checkpoints = checkpoints,
