@@ -93,6 +93,14 @@ pub struct WriteBatch {
     /// same work supersedes, and withdrawals, and how long notifications are
     /// kept; the write removes what has aged past it. `None` removes nothing.
     pub change_feed_retention: Option<std::time::Duration>,
+    /// Whether the batch's identifier index entries and party references
+    /// may wait, to be written in key order with a later batch's (a sorted
+    /// catch-up's batches but its last defer them). A backend that keeps
+    /// them waiting counts them among the party referrers it reads, and
+    /// writes them all, first, with the next batch that does not defer its
+    /// own; a lookup by identifier finds an entry once it is written. A
+    /// backend that writes them at once ignores this.
+    pub defer_index_entries: bool,
 }
 
 /// The place of a bulk row in the export order.

@@ -136,6 +136,25 @@ CREATE TABLE IF NOT EXISTS party_references (
     PRIMARY KEY (party_id, referrer_kind, referrer_id)
 ) WITHOUT ROWID;
 
+-- Party references and identifier index entries that batches of a sorted
+-- catch-up deferred (WriteBatch::defer_index_entries), in the order their
+-- batches committed: a later batch writes them into party_references and
+-- identifier_index in key order, where each batch writing its own would
+-- rewrite pages all over those two tables. `present` is 1 for an entry
+-- added, 0 for one removed. Reads of party references count them.
+CREATE TABLE IF NOT EXISTS deferred_party_references (
+    party_id TEXT NOT NULL,
+    referrer_kind TEXT NOT NULL,
+    referrer_id TEXT NOT NULL,
+    present INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS deferred_identifiers (
+    kind TEXT NOT NULL,
+    code TEXT NOT NULL,
+    audience TEXT NOT NULL,
+    lcc_id TEXT NOT NULL,
+    present INTEGER NOT NULL
+);
 -- Next offset to read per source stream and partition.
 CREATE TABLE IF NOT EXISTS checkpoints (
     source TEXT NOT NULL,

@@ -87,6 +87,10 @@ pub(super) struct BatchLoop<'a, Shutdown: Future<Output = ()>> {
 struct SortedPlace {
     checkpoints: Vec<Checkpoint>,
     last_recorded_at: Vec<(Partition, Timestamp)>,
+    /// Every batch but the last defers its index entries, which batches of
+    /// works in id order would scatter over their tables; the last writes
+    /// them all ([`read_model::WriteBatch::defer_index_entries`]).
+    defer_index_entries: bool,
 }
 
 impl<'a, Shutdown: Future<Output = ()>> BatchLoop<'a, Shutdown> {
@@ -258,9 +262,13 @@ impl<'a, Shutdown: Future<Output = ()>> BatchLoop<'a, Shutdown> {
             self.batch = events?;
             self.batch_started = Instant::now();
             let place = if sorted.left() == 0 {
-                SortedPlace { checkpoints: sorted.checkpoints(source_id), last_recorded_at: sorted.last_recorded_at() }
+                SortedPlace {
+                    checkpoints: sorted.checkpoints(source_id),
+                    last_recorded_at: sorted.last_recorded_at(),
+                    defer_index_entries: false,
+                }
             } else {
-                SortedPlace { checkpoints: Vec::new(), last_recorded_at: Vec::new() }
+                SortedPlace { checkpoints: Vec::new(), last_recorded_at: Vec::new(), defer_index_entries: true }
             };
             self.write_events(Rendering::InBatch, Some(place)).await?;
         }
@@ -298,6 +306,7 @@ impl<'a, Shutdown: Future<Output = ()>> BatchLoop<'a, Shutdown> {
         let mut last_recorded_at = match sorted {
             Some(place) => {
                 outcome.write.checkpoints = place.checkpoints;
+                outcome.write.defer_index_entries = place.defer_index_entries;
                 place.last_recorded_at
             }
             None => last_recorded_at(&self.batch),

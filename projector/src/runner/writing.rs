@@ -141,9 +141,10 @@ async fn write_until_fresh(
             Err(StoreError::WriteConflict(what)) => {
                 tracing::info!(%what, "another projector changed the batch's inputs; projecting it again");
                 match &reprojection {
-                    // The checkpoints stay those the loop gave the first
-                    // write: the same events give the same ones, except in a
-                    // sorted catch-up, where the loop decides them.
+                    // The checkpoints and the deferral of index entries
+                    // stay what the loop gave the first write: the same
+                    // events give the same checkpoints, except in a sorted
+                    // catch-up, where the loop decides both.
                     Reprojection::Events { events, rendering } => {
                         let checkpoints = batch.checkpoints.clone();
                         let outcome = while_store_unavailable(&give_up, || {
@@ -151,7 +152,7 @@ async fn write_until_fresh(
                         })
                         .await?;
                         written.late_renders.merge(outcome.deferred);
-                        WriteBatch { checkpoints, ..outcome.write }
+                        WriteBatch { checkpoints, defer_index_entries: batch.defer_index_entries, ..outcome.write }
                     }
                     Reprojection::Documents(documents) => {
                         let checkpoints = batch.checkpoints.clone();

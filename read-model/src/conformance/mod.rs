@@ -181,6 +181,42 @@ pub async fn identifier_index_separates_audiences(store: &dyn Store) {
     assert_eq!(production.expect("read"), ["LCC-1"]);
 }
 
+/// Index entries that batches defer count among the party referrers at
+/// once, and are all in place, each entry's last change winning, once a
+/// batch that does not defer its own is written.
+pub async fn deferred_index_entries_count_at_once_and_are_in_place_after_a_batch_that_does_not_defer(
+    store: &dyn Store,
+) {
+    active_v1(store).await;
+    let work = |id: &str| PartyReferrer::Work(id.into());
+    let deferring = |party_references, identifiers| WriteBatch {
+        party_references,
+        identifiers,
+        defer_index_entries: true,
+        ..WriteBatch::default()
+    };
+    let first = deferring(
+        vec![reference("PTY-1", work("LCC-1"), true), reference("PTY-1", work("LCC-2"), true)],
+        vec![identifier(IdentifierKind::Iswc, "T0345246801", "LCC-1", true)],
+    );
+    store.apply_batch(V1, Arc::new(first)).await.expect("write");
+    let second = deferring(vec![reference("PTY-1", work("LCC-2"), false)], Vec::new());
+    store.apply_batch(V1, Arc::new(second)).await.expect("write");
+    let expected = [("PTY-1".to_owned(), work("LCC-1"))];
+    assert_eq!(store.party_referrers(V1, &["PTY-1".into()]).await.expect("read"), expected, "counted at once");
+
+    let own = WriteBatch {
+        identifiers: vec![identifier(IdentifierKind::Isrc, "USS1Z9900001", "LCC-2", true)],
+        ..WriteBatch::default()
+    };
+    store.apply_batch(V1, Arc::new(own)).await.expect("write");
+    let found = store.works_by_identifier(IdentifierKind::Iswc, "T0345246801", Audience::Production).await;
+    assert_eq!(found.expect("read"), ["LCC-1"]);
+    let found = store.works_by_identifier(IdentifierKind::Isrc, "USS1Z9900001", Audience::Production).await;
+    assert_eq!(found.expect("read"), ["LCC-2"]);
+    assert_eq!(store.party_referrers(V1, &["PTY-1".into()]).await.expect("read"), expected, "written");
+}
+
 /// Bulk pages partition the export in one stable order, with exact totals, per audience.
 pub async fn bulk_pages_partition_a_stable_order(store: &dyn Store) {
     active_v1(store).await;
@@ -366,6 +402,7 @@ macro_rules! store_conformance_tests {
             documents_round_trip_and_delete,
             provenance_is_ordered_and_rewrites_do_not_duplicate,
             identifier_index_separates_audiences,
+            deferred_index_entries_count_at_once_and_are_in_place_after_a_batch_that_does_not_defer,
             bulk_pages_partition_a_stable_order,
             projector_state_round_trips,
             batches_rendered_from_changed_inputs_are_refused_or_reported,

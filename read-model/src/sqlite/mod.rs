@@ -21,6 +21,7 @@ mod connections;
 mod document_cache;
 mod document_reads;
 mod errors;
+mod index_entries;
 mod notifications;
 mod projection_writes;
 mod reader_pool;

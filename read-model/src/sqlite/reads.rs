@@ -3,6 +3,8 @@
 //! its pooled connection (see `reader_pool`), so all its statements see one
 //! snapshot.
 
+use std::collections::BTreeSet;
+
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::errors::from_sqlite;
@@ -127,24 +129,56 @@ pub(super) fn sandbox_fixtures(connection: &Connection) -> Result<Vec<Body>, Sto
     rows.collect::<Result<_, _>>().map_err(from_sqlite)
 }
 
+/// The documents naming each of `party_ids`, counting the references a
+/// sorted catch-up deferred (see `index_entries`), which wait only until
+/// its last batch, and are read here only while they wait.
 pub(super) fn party_referrers(
     connection: &Connection,
     party_ids: &[String],
 ) -> Result<Vec<(String, PartyReferrer)>, StoreError> {
+    // Most batches change no party; a scan of the deferred references is for those that do.
+    if party_ids.is_empty() {
+        return Ok(Vec::new());
+    }
     let mut statement = connection
         .prepare_cached("SELECT referrer_kind, referrer_id FROM party_references WHERE party_id = ?1")
         .map_err(from_sqlite)?;
-    let mut referrers = Vec::new();
+    let mut referrers = BTreeSet::new();
     for party_id in party_ids {
         let rows = statement
             .query_map([party_id], |row| Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?)))
             .map_err(from_sqlite)?;
         for row in rows {
             let (kind, id) = row.map_err(from_sqlite)?;
-            referrers.push((party_id.clone(), PartyReferrer::from_columns(&kind, id)?));
+            referrers.insert((party_id.clone(), kind, id));
         }
     }
-    Ok(referrers)
+    let deferred: bool = connection
+        .prepare_cached("SELECT EXISTS (SELECT 1 FROM deferred_party_references)")
+        .and_then(|mut statement| statement.query_row([], |row| row.get(0)))
+        .map_err(from_sqlite)?;
+    if deferred {
+        let wanted: BTreeSet<&str> = party_ids.iter().map(String::as_str).collect();
+        let mut statement = connection
+            .prepare_cached(
+                "SELECT party_id, referrer_kind, referrer_id, present FROM deferred_party_references ORDER BY rowid",
+            )
+            .map_err(from_sqlite)?;
+        let rows = statement
+            .query_map([], |row| Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?, row.get(2)?, row.get(3)?)))
+            .map_err(from_sqlite)?;
+        for row in rows {
+            let (party_id, kind, id, present): (String, String, String, bool) = row.map_err(from_sqlite)?;
+            if wanted.contains(party_id.as_str()) {
+                if present {
+                    referrers.insert((party_id, kind, id));
+                } else {
+                    referrers.remove(&(party_id, kind, id));
+                }
+            }
+        }
+    }
+    referrers.into_iter().map(|(party_id, kind, id)| Ok((party_id, PartyReferrer::from_columns(&kind, id)?))).collect()
 }
 
 pub(super) fn checkpoints(connection: &Connection, source: &str) -> Result<Vec<Checkpoint>, StoreError> {

@@ -35,8 +35,9 @@ const REVISION_6_TABLES: [&str; 2] = ["work_documents", "license_statuses"];
 /// change feed; revision 4 keeps the tables of small rows WITHOUT ROWID;
 /// revision 5 adds the notifications (created empty by the DDL: the
 /// notifications of a file's past are not recorded); revision 6 keeps the
-/// documents WITHOUT ROWID too.
-const SCHEMA_REVISION: i64 = 6;
+/// documents WITHOUT ROWID too; revision 7 adds the deferred index entries
+/// (created empty by the DDL), which a program of revision 6 would not read.
+const SCHEMA_REVISION: i64 = 7;
 
 pub(super) fn migrate_catalog(connection: &mut Connection) -> Result<(), StoreError> {
     migrate(connection, CATALOG_DDL, &[])

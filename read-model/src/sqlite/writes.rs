@@ -11,6 +11,7 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use super::change_feed::{self, RecordedChange};
 use super::errors::from_sqlite;
+use super::index_entries;
 use super::notifications;
 use super::version_files::Writer;
 use super::work_rows::WorkRowWriter;
@@ -18,10 +19,7 @@ use super::{reads, schema, state_reads};
 use crate::bulk::bulk_bucket;
 use crate::identifiers::Audience;
 use crate::read_set::{CommitMark, ReadSet};
-use crate::store::{
-    BatchWritten, DocumentWrite, KeyedWrite, PartyReferenceWrite, ProvenanceRow, StoreError, StoredAggregate,
-    WriteBatch,
-};
+use crate::store::{BatchWritten, DocumentWrite, KeyedWrite, ProvenanceRow, StoreError, StoredAggregate, WriteBatch};
 use crate::stored_bodies::{self, BodyKind};
 
 /// `batch` with its bodies as the store keeps them (see
@@ -84,6 +82,7 @@ pub(super) fn with_stored_bodies(batch: &WriteBatch) -> Result<WriteBatch, Store
         read_set: batch.read_set.clone(),
         notifications: batch.notifications.clone(),
         change_feed_retention: batch.change_feed_retention,
+        defer_index_entries: batch.defer_index_entries,
     })
 }
 
@@ -105,6 +104,7 @@ pub(super) fn apply_batch(writer: &mut Writer, batch: &WriteBatch, now_ms: i64) 
     change_feed::record(&transaction, &changes, now_ms, batch.change_feed_retention)?;
     notifications::record(&transaction, &batch.notifications, now_ms, batch.change_feed_retention)?;
     write_state(&transaction, batch)?;
+    index_entries::write(&transaction, batch)?;
     transaction.commit().map_err(from_sqlite)?;
     Ok(BatchWritten { mark: Some(mark), stale: Vec::new() })
 }
@@ -114,7 +114,7 @@ pub(super) fn apply_batch(writer: &mut Writer, batch: &WriteBatch, now_ms: i64) 
 /// wins). A batch's rows fall all over b-trees larger than the writer's
 /// page cache; in key order each page is fetched once per batch and
 /// written while it is still in the cache.
-fn in_key_order<'a, T, K: Ord>(rows: &'a [T], key: impl Fn(&'a T) -> K) -> Vec<&'a T> {
+pub(super) fn in_key_order<'a, T, K: Ord>(rows: &'a [T], key: impl Fn(&'a T) -> K) -> Vec<&'a T> {
     let mut ordered: Vec<&T> = rows.iter().collect();
     ordered.sort_by_cached_key(|row| key(row));
     ordered
@@ -152,27 +152,6 @@ fn write_documents(connection: &Connection, batch: &WriteBatch) -> Result<(), St
     {
         provenance
             .execute(params![row.lcc_id, row.recorded_at, row.topic, row.aggregate_version as i64, row.body])
-            .map_err(from_sqlite)?;
-    }
-    let identifiers = in_key_order(&batch.identifiers, |write| {
-        (write.kind.code(), &write.code, Audience::of(&write.lcc_id).code(), &write.lcc_id)
-    });
-    for write in identifiers {
-        let sql = if write.present {
-            "INSERT OR IGNORE INTO identifier_index (kind, code, audience, lcc_id) VALUES (?1, ?2, ?3, ?4)"
-        } else {
-            "DELETE FROM identifier_index WHERE kind = ?1 AND code = ?2 AND audience = ?3 AND lcc_id = ?4"
-        };
-        connection
-            .prepare_cached(sql)
-            .and_then(|mut statement| {
-                statement.execute(params![
-                    write.kind.code(),
-                    write.code,
-                    Audience::of(&write.lcc_id).code(),
-                    write.lcc_id
-                ])
-            })
             .map_err(from_sqlite)?;
     }
     for write in &batch.fixtures {
@@ -289,19 +268,6 @@ fn write_state(connection: &Connection, batch: &WriteBatch) -> Result<(), StoreE
     for (key, stored) in &batch.aggregates {
         aggregates.execute(params![key.topic, key.id, stored.version as i64, stored.state]).map_err(from_sqlite)?;
     }
-    let references = in_key_order(&batch.party_references, |write| (&write.party_id, write.referrer.columns()));
-    for PartyReferenceWrite { party_id, referrer, present, .. } in references {
-        let (kind, id) = referrer.columns();
-        let sql = if *present {
-            "INSERT OR IGNORE INTO party_references (party_id, referrer_kind, referrer_id) VALUES (?1, ?2, ?3)"
-        } else {
-            "DELETE FROM party_references WHERE party_id = ?1 AND referrer_kind = ?2 AND referrer_id = ?3"
-        };
-        connection
-            .prepare_cached(sql)
-            .and_then(|mut statement| statement.execute(params![party_id, kind, id]))
-            .map_err(from_sqlite)?;
-    }
     let mut checkpoints = connection
         .prepare_cached(
             "INSERT INTO checkpoints (source, stream, partition, next_offset) VALUES (?1, ?2, ?3, ?4) \
@@ -408,27 +374,9 @@ mod tests {
     }
 
     #[test]
-    fn rows_are_written_in_key_order_and_the_last_write_of_a_key_wins() {
+    fn rows_are_ordered_by_key_and_stay_in_the_batchs_order_within_one() {
         let rows = [("b", 1), ("a", 1), ("b", 2), ("a", 2), ("c", 1), ("a", 3)];
         let ordered: Vec<_> = in_key_order(&rows, |row| row.0).into_iter().copied().collect();
         assert_eq!(ordered, [("a", 1), ("a", 2), ("a", 3), ("b", 1), ("b", 2), ("c", 1)], "stable within a key");
-
-        let connection = model();
-        let reference = |party: &str, present| PartyReferenceWrite {
-            party_id: party.into(),
-            referrer: crate::PartyReferrer::Work("LCC-1".into()),
-            present,
-            version: WriteVersion(1),
-        };
-        let batch = WriteBatch {
-            party_references: vec![reference("PTY-2", true), reference("PTY-1", true), reference("PTY-2", false)],
-            ..WriteBatch::default()
-        };
-        write_state(&connection, &batch).expect("write");
-        let parties: Vec<String> = connection
-            .prepare("SELECT party_id FROM party_references")
-            .and_then(|mut statement| statement.query_map([], |row| row.get(0))?.collect())
-            .expect("references");
-        assert_eq!(parties, ["PTY-1"], "PTY-2 was added, then removed, in that order");
     }
 }

@@ -1,0 +1,332 @@
+//! A batch's identifier index entries and party references: written in key
+//! order with the batch, or, for a batch that defers them
+//! ([`WriteBatch::defer_index_entries`]), appended to the deferred tables
+//! and written in key order later, all at once.
+//!
+//! Why: both tables are keyed by something a work does not sort by (an
+//! ISWC, a party), so the entries of a batch fall on pages all over them,
+//! and each batch rewrites every page it touches in the write-ahead log.
+//! A sorted catch-up writes works in the order of their ids, in thousands
+//! of batches at a national registry's size; deferred, its entries cost one
+//! append each, and the pages of the two tables are written once per
+//! [`WRITTEN_FROM_ROWS`] entries instead of once per batch.
+//!
+//! The deferred entries are committed with their batch, so a crash loses
+//! none, and they are applied in the order committed, so the last change of
+//! an entry wins. Reads of party references count them
+//! (`reads::party_referrers`); identifier lookups find an entry once it is
+//! written.
+//!
+//! It must not decide which batches defer: the projector does.
+
+use rusqlite::{Connection, params};
+
+use super::errors::from_sqlite;
+use super::writes::in_key_order;
+use crate::identifiers::Audience;
+use crate::store::{PartyReferenceWrite, StoreError, WriteBatch};
+
+/// Deferred entries of one table are written once this many wait: few
+/// enough for SQLite to sort them within the projector's memory bound, and
+/// enough that each page of a table is written once per a few dozen
+/// batches (a registry of 3,000,000 works names about 9,300,000 parties).
+const WRITTEN_FROM_ROWS: i64 = 250_000;
+
+/// Writes `batch`'s entries, or defers them; a batch that does not defer
+/// its own writes every deferred entry first.
+pub(super) fn write(connection: &Connection, batch: &WriteBatch) -> Result<(), StoreError> {
+    write_deferring_up_to(connection, batch, WRITTEN_FROM_ROWS)
+}
+
+/// [`write`], deferred entries written once `written_from_rows` wait in a table.
+fn write_deferring_up_to(
+    connection: &Connection,
+    batch: &WriteBatch,
+    written_from_rows: i64,
+) -> Result<(), StoreError> {
+    if batch.defer_index_entries {
+        defer(connection, batch)?;
+        for table in [DeferredTable::PartyReferences, DeferredTable::Identifiers] {
+            if table.waiting(connection)? >= written_from_rows {
+                table.write(connection)?;
+            }
+        }
+        return Ok(());
+    }
+    write_deferred(connection)?;
+    write_identifiers(connection, batch)?;
+    write_party_references(connection, batch)
+}
+
+/// Writes every deferred entry, in key order.
+pub(super) fn write_deferred(connection: &Connection) -> Result<(), StoreError> {
+    for table in [DeferredTable::PartyReferences, DeferredTable::Identifiers] {
+        if table.waiting(connection)? > 0 {
+            table.write(connection)?;
+        }
+    }
+    Ok(())
+}
+
+fn write_identifiers(connection: &Connection, batch: &WriteBatch) -> Result<(), StoreError> {
+    let identifiers = in_key_order(&batch.identifiers, |write| {
+        (write.kind.code(), &write.code, Audience::of(&write.lcc_id).code(), &write.lcc_id)
+    });
+    for write in identifiers {
+        let audience = Audience::of(&write.lcc_id).code();
+        write_identifier(connection, [write.kind.code(), &write.code, audience, &write.lcc_id], write.present)?;
+    }
+    Ok(())
+}
+
+fn write_identifier(
+    connection: &Connection,
+    [kind, code, audience, lcc_id]: [&str; 4],
+    present: bool,
+) -> Result<(), StoreError> {
+    let sql = if present {
+        "INSERT OR IGNORE INTO identifier_index (kind, code, audience, lcc_id) VALUES (?1, ?2, ?3, ?4)"
+    } else {
+        "DELETE FROM identifier_index WHERE kind = ?1 AND code = ?2 AND audience = ?3 AND lcc_id = ?4"
+    };
+    connection
+        .prepare_cached(sql)
+        .and_then(|mut statement| statement.execute(params![kind, code, audience, lcc_id]))
+        .map(drop)
+        .map_err(from_sqlite)
+}
+
+fn write_party_references(connection: &Connection, batch: &WriteBatch) -> Result<(), StoreError> {
+    let references = in_key_order(&batch.party_references, |write| (&write.party_id, write.referrer.columns()));
+    for PartyReferenceWrite { party_id, referrer, present, .. } in references {
+        let (kind, id) = referrer.columns();
+        write_party_reference(connection, [party_id, kind, id], *present)?;
+    }
+    Ok(())
+}
+
+fn write_party_reference(
+    connection: &Connection,
+    [party_id, kind, id]: [&str; 3],
+    present: bool,
+) -> Result<(), StoreError> {
+    let sql = if present {
+        "INSERT OR IGNORE INTO party_references (party_id, referrer_kind, referrer_id) VALUES (?1, ?2, ?3)"
+    } else {
+        "DELETE FROM party_references WHERE party_id = ?1 AND referrer_kind = ?2 AND referrer_id = ?3"
+    };
+    connection
+        .prepare_cached(sql)
+        .and_then(|mut statement| statement.execute(params![party_id, kind, id]))
+        .map(drop)
+        .map_err(from_sqlite)
+}
+
+/// Appends `batch`'s entries to the deferred tables, in the batch's order.
+fn defer(connection: &Connection, batch: &WriteBatch) -> Result<(), StoreError> {
+    let mut identifiers = connection
+        .prepare_cached(
+            "INSERT INTO deferred_identifiers (kind, code, audience, lcc_id, present) VALUES (?1, ?2, ?3, ?4, ?5)",
+        )
+        .map_err(from_sqlite)?;
+    for write in &batch.identifiers {
+        let audience = Audience::of(&write.lcc_id).code();
+        identifiers
+            .execute(params![write.kind.code(), write.code, audience, write.lcc_id, write.present])
+            .map_err(from_sqlite)?;
+    }
+    let mut references = connection
+        .prepare_cached(
+            "INSERT INTO deferred_party_references (party_id, referrer_kind, referrer_id, present) \
+             VALUES (?1, ?2, ?3, ?4)",
+        )
+        .map_err(from_sqlite)?;
+    for write in &batch.party_references {
+        let (kind, id) = write.referrer.columns();
+        references.execute(params![write.party_id, kind, id, write.present]).map_err(from_sqlite)?;
+    }
+    Ok(())
+}
+
+/// A table of deferred entries.
+#[derive(Clone, Copy)]
+enum DeferredTable {
+    PartyReferences,
+    Identifiers,
+}
+
+impl DeferredTable {
+    /// How many entries wait. The tables are only appended to and emptied
+    /// whole, and SQLite numbers a row one past the largest rowid, so the
+    /// largest is the count, found without a scan.
+    fn waiting(self, connection: &Connection) -> Result<i64, StoreError> {
+        let sql = match self {
+            DeferredTable::PartyReferences => "SELECT coalesce(max(rowid), 0) FROM deferred_party_references",
+            DeferredTable::Identifiers => "SELECT coalesce(max(rowid), 0) FROM deferred_identifiers",
+        };
+        connection
+            .prepare_cached(sql)
+            .and_then(|mut statement| statement.query_row([], |row| row.get(0)))
+            .map_err(from_sqlite)
+    }
+
+    /// Applies the waiting entries in key order, those of one key in the
+    /// order committed, and empties the table.
+    fn write(self, connection: &Connection) -> Result<(), StoreError> {
+        let (select, empty) = match self {
+            DeferredTable::PartyReferences => (
+                "SELECT party_id, referrer_kind, referrer_id, '', present FROM deferred_party_references \
+                 ORDER BY party_id, referrer_kind, referrer_id, rowid",
+                "DELETE FROM deferred_party_references",
+            ),
+            DeferredTable::Identifiers => (
+                "SELECT kind, code, audience, lcc_id, present FROM deferred_identifiers \
+                 ORDER BY kind, code, audience, lcc_id, rowid",
+                "DELETE FROM deferred_identifiers",
+            ),
+        };
+        let mut statement = connection.prepare(select).map_err(from_sqlite)?;
+        let mut rows = statement.query([]).map_err(from_sqlite)?;
+        while let Some(row) = rows.next().map_err(from_sqlite)? {
+            let column = |index| {
+                row.get_ref(index)
+                    .map_err(from_sqlite)?
+                    .as_str()
+                    .map_err(|error| StoreError::Corrupt(format!("a deferred index entry is not text: {error}")))
+            };
+            let [a, b, c, d] = [column(0), column(1), column(2), column(3)];
+            let present: bool = row.get(4).map_err(from_sqlite)?;
+            match self {
+                DeferredTable::PartyReferences => write_party_reference(connection, [a?, b?, c?], present)?,
+                DeferredTable::Identifiers => write_identifier(connection, [a?, b?, c?, d?], present)?,
+            }
+        }
+        drop(rows);
+        connection.execute(empty, []).map(drop).map_err(from_sqlite)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sqlite::{reads, schema};
+    use crate::store::{IdentifierKind, IdentifierWrite, PartyReferrer, WriteVersion};
+
+    fn model() -> Connection {
+        let mut connection = Connection::open_in_memory().expect("open");
+        schema::migrate_model(&mut connection).expect("schema");
+        connection
+    }
+
+    fn reference(party: &str, work: &str, present: bool) -> PartyReferenceWrite {
+        PartyReferenceWrite {
+            party_id: party.into(),
+            referrer: PartyReferrer::Work(work.into()),
+            present,
+            version: WriteVersion(1),
+        }
+    }
+
+    fn identifier(code: &str, work: &str, present: bool) -> IdentifierWrite {
+        IdentifierWrite {
+            kind: IdentifierKind::Iswc,
+            code: code.into(),
+            lcc_id: work.into(),
+            present,
+            version: WriteVersion(1),
+        }
+    }
+
+    fn batch(references: Vec<PartyReferenceWrite>, identifiers: Vec<IdentifierWrite>, defer: bool) -> WriteBatch {
+        WriteBatch { party_references: references, identifiers, defer_index_entries: defer, ..WriteBatch::default() }
+    }
+
+    fn rows(connection: &Connection, sql: &str) -> Vec<String> {
+        connection
+            .prepare(sql)
+            .and_then(|mut statement| statement.query_map([], |row| row.get(0))?.collect())
+            .expect("rows")
+    }
+
+    fn references(connection: &Connection) -> Vec<String> {
+        rows(connection, "SELECT party_id || ' ' || referrer_id FROM party_references ORDER BY 1")
+    }
+
+    fn identifiers(connection: &Connection) -> Vec<String> {
+        rows(connection, "SELECT code || ' ' || lcc_id FROM identifier_index ORDER BY 1")
+    }
+
+    fn referrers(connection: &Connection, party: &str) -> Vec<String> {
+        reads::party_referrers(connection, &[party.to_owned()])
+            .expect("referrers")
+            .into_iter()
+            .map(|(_, referrer)| format!("{referrer:?}"))
+            .collect()
+    }
+
+    #[test]
+    fn a_batch_writes_its_entries_and_the_last_write_of_a_key_wins() {
+        let connection = model();
+        let references = vec![
+            reference("PTY-2", "LCC-1", true),
+            reference("PTY-1", "LCC-1", true),
+            reference("PTY-2", "LCC-1", false),
+        ];
+        write(&connection, &batch(references, vec![identifier("T-1", "LCC-1", true)], false)).expect("write");
+        assert_eq!(self::references(&connection), ["PTY-1 LCC-1"], "PTY-2 was added, then removed, in that order");
+        assert_eq!(identifiers(&connection), ["T-1 LCC-1"]);
+    }
+
+    #[test]
+    fn deferred_entries_wait_counted_as_references_until_a_batch_that_does_not_defer_writes_them() {
+        let connection = model();
+        write(
+            &connection,
+            &batch(vec![reference("PTY-1", "LCC-9", true)], vec![identifier("T-9", "LCC-9", true)], false),
+        )
+        .expect("written at once");
+        let deferring = [
+            batch(
+                vec![reference("PTY-2", "LCC-1", true), reference("PTY-1", "LCC-9", false)],
+                vec![identifier("T-1", "LCC-1", true), identifier("T-9", "LCC-9", false)],
+                true,
+            ),
+            batch(vec![reference("PTY-2", "LCC-1", false), reference("PTY-2", "LCC-2", true)], vec![], true),
+            batch(vec![reference("PTY-2", "LCC-1", true)], vec![identifier("T-1", "LCC-1", false)], true),
+        ];
+        for deferring in &deferring {
+            write(&connection, deferring).expect("deferred");
+        }
+        assert_eq!(references(&connection), ["PTY-1 LCC-9"], "nothing deferred is written yet");
+        assert_eq!(identifiers(&connection), ["T-9 LCC-9"]);
+        assert_eq!(referrers(&connection, "PTY-1"), Vec::<String>::new(), "a deferred removal counts");
+        assert_eq!(referrers(&connection, "PTY-2"), [r#"Work("LCC-1")"#, r#"Work("LCC-2")"#], "in the order committed");
+
+        write(&connection, &batch(vec![reference("PTY-3", "LCC-3", true)], vec![], false)).expect("written");
+        assert_eq!(references(&connection), ["PTY-2 LCC-1", "PTY-2 LCC-2", "PTY-3 LCC-3"]);
+        assert_eq!(identifiers(&connection), Vec::<String>::new(), "T-1 added then removed, T-9 removed");
+        assert_eq!(rows(&connection, "SELECT 'left' FROM deferred_party_references"), Vec::<String>::new());
+        assert_eq!(rows(&connection, "SELECT 'left' FROM deferred_identifiers"), Vec::<String>::new());
+        assert_eq!(referrers(&connection, "PTY-2"), [r#"Work("LCC-1")"#, r#"Work("LCC-2")"#]);
+    }
+
+    #[test]
+    fn deferred_entries_of_a_table_are_written_once_enough_wait() {
+        let connection = model();
+        let deferring =
+            |party: &str| batch(vec![reference(party, "LCC-1", true)], vec![identifier(party, "LCC-1", true)], true);
+        write_deferring_up_to(&connection, &deferring("A"), 3).expect("deferred");
+        write_deferring_up_to(&connection, &deferring("B"), 3).expect("deferred");
+        assert_eq!(references(&connection), Vec::<String>::new());
+        write_deferring_up_to(&connection, &deferring("C"), 3).expect("deferred, then written");
+        assert_eq!(references(&connection), ["A LCC-1", "B LCC-1", "C LCC-1"]);
+        assert_eq!(identifiers(&connection), ["A LCC-1", "B LCC-1", "C LCC-1"]);
+        write_deferring_up_to(&connection, &deferring("D"), 3).expect("deferred");
+        assert_eq!(
+            DeferredTable::PartyReferences.waiting(&connection).expect("count"),
+            1,
+            "counted from the emptied table"
+        );
+        assert_eq!(references(&connection).len(), 3);
+    }
+}
