@@ -22,7 +22,7 @@
 use rusqlite::{Connection, params};
 
 use super::errors::from_sqlite;
-use super::writes::in_key_order;
+use super::key_order::in_key_order;
 use crate::identifiers::Audience;
 use crate::store::{PartyReferenceWrite, StoreError, WriteBatch};
 

@@ -22,6 +22,7 @@ mod document_cache;
 mod document_reads;
 mod errors;
 mod index_entries;
+mod key_order;
 mod notifications;
 mod projection_writes;
 mod reader_pool;

@@ -12,6 +12,7 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use super::change_feed::{self, RecordedChange};
 use super::errors::from_sqlite;
 use super::index_entries;
+use super::key_order::in_key_order;
 use super::notifications;
 use super::version_files::Writer;
 use super::work_rows::WorkRowWriter;
@@ -107,17 +108,6 @@ pub(super) fn apply_batch(writer: &mut Writer, batch: &WriteBatch, now_ms: i64) 
     index_entries::write(&transaction, batch)?;
     transaction.commit().map_err(from_sqlite)?;
     Ok(BatchWritten { mark: Some(mark), stale: Vec::new() })
-}
-
-/// `rows` in the order of their table's key (`key`), rows of one key in
-/// the batch's order (the sort is stable, so the last write of a key still
-/// wins). A batch's rows fall all over b-trees larger than the writer's
-/// page cache; in key order each page is fetched once per batch and
-/// written while it is still in the cache.
-pub(super) fn in_key_order<'a, T, K: Ord>(rows: &'a [T], key: impl Fn(&'a T) -> K) -> Vec<&'a T> {
-    let mut ordered: Vec<&T> = rows.iter().collect();
-    ordered.sort_by_cached_key(|row| key(row));
-    ordered
 }
 
 /// Fails with a write conflict when another projector has changed the
@@ -371,12 +361,5 @@ mod tests {
             vec![write(DocumentKind::Verification, "LCC-1", None), write(DocumentKind::Evidence, "LCC-9", None)],
         );
         assert_eq!(work_rows(&connection), 0, "no empty rows, not even for a work that never had documents");
-    }
-
-    #[test]
-    fn rows_are_ordered_by_key_and_stay_in_the_batchs_order_within_one() {
-        let rows = [("b", 1), ("a", 1), ("b", 2), ("a", 2), ("c", 1), ("a", 3)];
-        let ordered: Vec<_> = in_key_order(&rows, |row| row.0).into_iter().copied().collect();
-        assert_eq!(ordered, [("a", 1), ("a", 2), ("a", 3), ("b", 1), ("b", 2), ("c", 1)], "stable within a key");
     }
 }
