@@ -212,12 +212,6 @@ mod tests {
     use crate::sqlite::{reads, schema};
     use crate::store::{IdentifierKind, IdentifierWrite, PartyReferrer, WriteVersion};
 
-    fn model() -> Connection {
-        let mut connection = Connection::open_in_memory().expect("open");
-        schema::migrate_model(&mut connection).expect("schema");
-        connection
-    }
-
     fn reference(party: &str, work: &str, present: bool) -> PartyReferenceWrite {
         PartyReferenceWrite {
             party_id: party.into(),
@@ -266,7 +260,7 @@ mod tests {
 
     #[test]
     fn a_batch_writes_its_entries_and_the_last_write_of_a_key_wins() {
-        let connection = model();
+        let connection = schema::in_memory_model();
         let references = vec![
             reference("PTY-2", "LCC-1", true),
             reference("PTY-1", "LCC-1", true),
@@ -279,7 +273,7 @@ mod tests {
 
     #[test]
     fn deferred_entries_wait_counted_as_references_until_a_batch_that_does_not_defer_writes_them() {
-        let connection = model();
+        let connection = schema::in_memory_model();
         write(
             &connection,
             &batch(vec![reference("PTY-1", "LCC-9", true)], vec![identifier("T-9", "LCC-9", true)], false),
@@ -312,7 +306,7 @@ mod tests {
 
     #[test]
     fn deferred_entries_of_a_table_are_written_once_enough_wait() {
-        let connection = model();
+        let connection = schema::in_memory_model();
         let deferring =
             |party: &str| batch(vec![reference(party, "LCC-1", true)], vec![identifier(party, "LCC-1", true)], true);
         write_deferring_up_to(&connection, &deferring("A"), 3).expect("deferred");

@@ -133,6 +133,14 @@ pub(super) fn work_document_column(kind: DocumentKind) -> Option<usize> {
     WORK_DOCUMENT_COLUMNS.iter().position(|(work_kind, _)| *work_kind == kind)
 }
 
+/// An empty model file in memory, at this program's revision, for tests.
+#[cfg(test)]
+pub(super) fn in_memory_model() -> Connection {
+    let mut connection = Connection::open_in_memory().expect("open");
+    migrate_model(&mut connection).expect("schema");
+    connection
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -121,8 +121,7 @@ mod tests {
 
     /// A model with the states of works 0, 2, 4, … 1,998 and of parties 0 to 99.
     fn model() -> Connection {
-        let mut connection = Connection::open_in_memory().expect("open");
-        schema::migrate_model(&mut connection).expect("schema");
+        let connection = schema::in_memory_model();
         let mut insert = connection
             .prepare("INSERT INTO aggregates (topic, id, version, state) VALUES (?1, ?2, ?3, ?4)")
             .expect("insert");

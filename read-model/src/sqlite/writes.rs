@@ -293,12 +293,6 @@ mod tests {
     use crate::documents::DocumentKind;
     use crate::store::{DocumentWrite, WriteVersion};
 
-    fn model() -> Connection {
-        let mut connection = Connection::open_in_memory().expect("open");
-        schema::migrate_model(&mut connection).expect("schema");
-        connection
-    }
-
     fn write(kind: DocumentKind, key: &str, body: Option<&str>) -> DocumentWrite {
         DocumentWrite {
             kind,
@@ -322,7 +316,7 @@ mod tests {
 
     #[test]
     fn a_works_documents_share_one_row_whatever_order_they_come_in() {
-        let connection = model();
+        let connection = schema::in_memory_model();
         write_all(
             &connection,
             vec![
@@ -345,7 +339,7 @@ mod tests {
 
     #[test]
     fn a_works_row_goes_once_its_last_document_is_removed() {
-        let connection = model();
+        let connection = schema::in_memory_model();
         write_all(
             &connection,
             vec![
