@@ -59,7 +59,7 @@ fn write_deferring_up_to(
 }
 
 /// Writes every deferred entry, in key order.
-pub(super) fn write_deferred(connection: &Connection) -> Result<(), StoreError> {
+fn write_deferred(connection: &Connection) -> Result<(), StoreError> {
     for table in [DeferredTable::PartyReferences, DeferredTable::Identifiers] {
         if table.waiting(connection)? > 0 {
             table.write(connection)?;
