@@ -46,22 +46,17 @@ fn write_deferring_up_to(
 ) -> Result<(), StoreError> {
     if batch.defer_index_entries {
         defer(connection, batch)?;
-        for table in [DeferredTable::PartyReferences, DeferredTable::Identifiers] {
-            if table.waiting(connection)? >= written_from_rows {
-                table.write(connection)?;
-            }
-        }
-        return Ok(());
+        return write_waiting(connection, written_from_rows);
     }
-    write_deferred(connection)?;
+    write_waiting(connection, 1)?;
     write_identifiers(connection, batch)?;
     write_party_references(connection, batch)
 }
 
-/// Writes every deferred entry, in key order.
-fn write_deferred(connection: &Connection) -> Result<(), StoreError> {
+/// Writes, in key order, the deferred entries of each table where at least `at_least` wait.
+fn write_waiting(connection: &Connection, at_least: i64) -> Result<(), StoreError> {
     for table in [DeferredTable::PartyReferences, DeferredTable::Identifiers] {
-        if table.waiting(connection)? > 0 {
+        if table.waiting(connection)? >= at_least {
             table.write(connection)?;
         }
     }
