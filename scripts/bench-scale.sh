@@ -5,7 +5,8 @@
 #   scripts/bench-scale.sh [WORKS ...]        (default: 200000 1000000 3000000)
 #
 # At each size (deterministic registry, seed 42, from Avro files into SQLite):
-# - the projector's events per second and peak memory (/usr/bin/time -v);
+# - the projector's events per second, CPU seconds (user and system) per
+#   million events and peak memory (/usr/bin/time -v);
 # - the store's bytes per work, in total and by table (SQLite's dbstat);
 # - rights-by-id lookups of ids drawn uniformly from the whole registry,
 #   with the document cache on and off, beside the constant-body axum
@@ -157,7 +158,9 @@ from wrk_rounds import median_round, read_round, socket_errors
 directory, works = sys.argv[1], int(sys.argv[2])
 start, end, rebuild_start, rebuild_end = map(float, sys.argv[3:7])
 summary = json.loads(open(f"{directory}/summary.json").read().strip().splitlines()[-1])
-peak_kib = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", open(f"{directory}/time.txt").read()).group(1))
+time_report = open(f"{directory}/time.txt").read()
+peak_kib = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", time_report).group(1))
+cpu_seconds = sum(float(re.search(rf"{kind} time \(seconds\): ([\d.]+)", time_report).group(1)) for kind in ("User", "System"))
 model = sqlite3.connect(f"file:{directory}/data/model-v1.sqlite?mode=ro", uri=True)
 tables = dict(model.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name").fetchall())
 # median_round prints every round's rate: to the terminal, not into the results.
@@ -171,6 +174,7 @@ print(json.dumps({
     "events": summary["events"],
     "events_per_second": summary["events"] / (end - start),
     "peak_mib": peak_kib / 1024,
+    "cpu_seconds_per_million_events": cpu_seconds / (summary["events"] / 1e6),
     "store_bytes_per_work": sum(tables.values()) / works,
     "tables_bytes_per_work": {name: size / works for name, size in sorted(tables.items(), key=lambda t: -t[1])},
     "cached": cached, "uncached": uncached, "ceiling": ceiling, "open_loop": open_loop,
@@ -192,13 +196,13 @@ python3 - "$results" <<'PY'
 import json, sys
 rows = [json.loads(line) for line in open(sys.argv[1])]
 print()
-print("| works | events/s (peak MiB) | bytes/work | lookups/s cached / uncached / ceiling (uncached ratio) | uncached p50/p99 ms | open loop at half the ceiling, uncached / cached: rate, p99 ms, errors | bulk page 1 / last ms | feed first / newest ms | rebuild s: rate during, p99 ms, failed |")
+print("| works | events/s (CPU-s per million events, peak MiB) | bytes/work | lookups/s cached / uncached / ceiling (uncached ratio) | uncached p50/p99 ms | open loop at half the ceiling, uncached / cached: rate, p99 ms, errors | bulk page 1 / last ms | feed first / newest ms | rebuild s: rate during, p99 ms, failed |")
 print("|---|---|---|---|---|---|---|---|---|")
 for row in rows:
     cached, uncached, ceiling, pages, during = row["cached"], row["uncached"], row["ceiling"], row["pages"], row["during_rebuild"]
     open_loops = " / ".join(f"{loop['rateReached']:,.0f}/s, {loop['p99Ms']:.2f}, {loop['errors']}"
                             for loop in (row["open_loop"], row["open_loop_cached"]))
-    print(f"| {row['works']:,} | {row['events_per_second']:,.0f} ({row['peak_mib']:.0f}) | {row['store_bytes_per_work']:,.0f} "
+    print(f"| {row['works']:,} | {row['events_per_second']:,.0f} ({row['cpu_seconds_per_million_events']:.1f}, {row['peak_mib']:.0f}) | {row['store_bytes_per_work']:,.0f} "
           f"| {cached[0]:,.0f} / {uncached[0]:,.0f} / {ceiling[0]:,.0f} ({uncached[0] / ceiling[0]:.2f}) "
           f"| {uncached[1]:.2f} / {uncached[2]:.2f} | {open_loops} "
           f"| {pages['bulk_first']:.2f} / {pages['bulk_last']:.2f} | {pages['feed_first']:.2f} / {pages['feed_newest']:.2f} "
