@@ -225,8 +225,7 @@ mod tests {
 
     #[test]
     fn a_revision_2_model_gets_a_change_for_every_published_work_when_upgraded() {
-        let mut connection = Connection::open_in_memory().expect("open");
-        migrate_model(&mut connection).expect("create");
+        let mut connection = in_memory_model();
         connection
             .execute_batch(
                 "INSERT INTO bulk_rows VALUES ('production', 7, 'LCC-2', CAST('row 2' AS BLOB));
@@ -315,8 +314,7 @@ mod tests {
 
     #[test]
     fn a_revision_5_model_keeps_its_documents_in_tables_without_rowid_when_upgraded() {
-        let mut connection = Connection::open_in_memory().expect("open");
-        migrate_model(&mut connection).expect("create");
+        let mut connection = in_memory_model();
         connection
             .execute_batch(
                 "DROP TABLE work_documents; DROP TABLE license_statuses;
@@ -364,8 +362,7 @@ mod tests {
             other => panic!("expected Unavailable, got {other:?}"),
         }
 
-        let mut current = Connection::open_in_memory().expect("open");
-        migrate_model(&mut current).expect("create");
+        let current = in_memory_model();
         let failure = StoreError::Corrupt("a body that is not JSON".into());
         let kept = explain_read_failure(&current, failure);
         assert!(matches!(kept, StoreError::Corrupt(_)), "a file of this revision keeps its error: {kept:?}");

@@ -101,8 +101,7 @@ mod tests {
             "DELETE FROM work_documents WHERE id = ?1 AND rights_profile IS NULL \
              AND verification IS NULL AND metadata IS NULL AND evidence IS NULL"
         );
-        let mut connection = Connection::open_in_memory().expect("open");
-        schema::migrate_model(&mut connection).expect("schema");
+        let connection = schema::in_memory_model();
         connection.prepare(&delete_empty_work_row()).expect("valid SQL");
         for mask in 1..1 << schema::WORK_DOCUMENT_COLUMNS.len() {
             connection.prepare(&upsert_work_row(mask)).expect("valid SQL");
