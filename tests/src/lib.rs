@@ -159,6 +159,23 @@ pub fn sigkill_after(child: &mut Child, delay: Duration) -> bool {
     killed
 }
 
+/// Waits until the projector `child`, whose admin listener is `admin`, has
+/// committed `batches` batches, lets it run for `then` more, and kills it
+/// with SIGKILL: a kill at a point of the stream, not of the clock, so a
+/// slow machine moves when it lands but not what it leaves written. Panics
+/// if the run ends first or commits nothing for two minutes.
+pub fn sigkill_once_committed(child: &mut Child, admin: &str, batches: u64, then: Duration) {
+    let started = Instant::now();
+    while metric(admin, "lcc_projector_batches_total") < batches {
+        assert!(child.try_wait().expect("wait").is_none(), "a run finished before its kill");
+        assert!(started.elapsed() < Duration::from_secs(120), "the projector committed nothing");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(then);
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reaped");
+}
+
 /// Starts a process `attempts` times with `start` and kills each with
 /// SIGKILL, if it still runs, after a delay drawn between `shortest_ms` and
 /// `longest_ms` from a generator seeded with `seed`; asserts that at least

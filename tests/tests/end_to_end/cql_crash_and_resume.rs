@@ -6,10 +6,12 @@
 
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use end_to_end_tests::cql::{Cluster, drop_keyspaces, fresh_keyspace, store_arguments};
-use end_to_end_tests::{assert_same_documents, binary, metric, parked_events, spawn_listening, summary_of};
+use end_to_end_tests::{
+    assert_same_documents, binary, parked_events, sigkill_once_committed, spawn_listening, summary_of,
+};
 use projector::generate::{GenerateOptions, Random, generate};
 
 /// The kills, each on a running projector.
@@ -70,15 +72,7 @@ fn sigkill_at_random_points_while_writing_into_cassandra_then_restart_gives_the_
             spawn_listening(&mut projector(&events, &crashed_data, &crashed, deferred, sorted));
         let admin = listening.remove("admin").expect("an admin listener");
         let batches = random.range(1, 7) as u64;
-        let started = Instant::now();
-        while metric(&admin, "lcc_projector_batches_total") < batches {
-            assert!(child.try_wait().expect("wait").is_none(), "a run finished before its kill");
-            assert!(started.elapsed() < Duration::from_secs(120), "the projector committed nothing");
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        std::thread::sleep(Duration::from_millis(random.range(0, 300) as u64));
-        child.kill().expect("SIGKILL");
-        child.wait().expect("reaped");
+        sigkill_once_committed(&mut child, &admin, batches, Duration::from_millis(random.range(0, 300) as u64));
     }
     let final_summary = run_to_the_end(&events, &crashed_data, &crashed, false);
     eprintln!(
