@@ -17,7 +17,7 @@ use tokio::sync::mpsc;
 use tracing::Instrument;
 
 use super::RunOptions;
-use super::catch_up_sort::{CatchUpSort, RUN_EVENTS};
+use super::catch_up_sort::CatchUpSort;
 use super::deferred_rendering::{CONCURRENT_RENDERS, render_deferred};
 use super::retry::{while_sink_unavailable, while_store_unavailable};
 use super::stop_request::StopRequest;
@@ -367,7 +367,8 @@ impl<'a, Shutdown: Future<Output = ()>> BatchLoop<'a, Shutdown> {
         // The first barrier comes before any event: a store without
         // checkpoints of the source starts with a sorted catch-up.
         if std::mem::take(&mut self.may_sort) && checkpoints.as_ref().is_ok_and(Vec::is_empty) {
-            self.catch_up = Some(CatchUpSort::new(RUN_EVENTS)?);
+            let options = self.options;
+            self.catch_up = Some(CatchUpSort::new(options.catch_up_run_events, &options.spill_directory)?);
         }
         let any_order = self.catch_up.is_some();
         let checkpoints = checkpoints.map(|checkpoints| Resume { checkpoints, any_order });

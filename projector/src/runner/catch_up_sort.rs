@@ -23,8 +23,10 @@
 //! versions, and documents rendered again to the same bytes.
 //!
 //! Memory: events wait in runs of at most `run_events`, each sorted and
-//! spilled to a file of a temporary directory when full, and the runs are
-//! merged as the loop asks for batches.
+//! spilled to a file when full, and the runs are merged as the loop asks
+//! for batches. The files live in a directory of the catch-up's own
+//! ([`SpillDirectory`]), removed when the sorted events are, or by a later
+//! run's sweep when a kill left it.
 //!
 //! It owns the order and the spill files; it must not write to the store or
 //! park events: the loop does both, batch by batch.
@@ -40,13 +42,14 @@ use read_model::Checkpoint;
 use read_model::calendar::Timestamp;
 use serde::{Deserialize, Serialize};
 
+use super::spill_directory::SpillDirectory;
 use crate::contract::Topic;
 use crate::source::{NextOffsets, OriginalMessage, Partition, Position, Rejection, SourcedEvent};
 
-/// Events a run holds in memory before it is spilled: about 100 MiB of
-/// decoded events, which leaves the batches written after it room within
-/// the projector's memory bound.
-pub(super) const RUN_EVENTS: usize = 100_000;
+/// Events a run holds in memory before it is spilled, by default: about
+/// 100 MiB of decoded events, which leaves the batches written after it
+/// room within the projector's memory bound.
+pub const RUN_EVENTS: usize = 100_000;
 
 /// Where an event goes in the sorted order.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -128,7 +131,7 @@ pub(super) enum SortError {
 /// where each partition stands.
 #[derive(Debug)]
 pub(super) struct CatchUpSort {
-    directory: tempfile::TempDir,
+    directory: SpillDirectory,
     run_events: usize,
     filling: Taken,
     spilled: Vec<PathBuf>,
@@ -141,12 +144,10 @@ pub(super) struct CatchUpSort {
 }
 
 impl CatchUpSort {
-    /// A sort spilling runs of `run_events` into a fresh temporary directory.
-    pub(super) fn new(run_events: usize) -> Result<CatchUpSort, SortError> {
-        let directory = tempfile::Builder::new()
-            .prefix("projector-catch-up-")
-            .tempdir()
-            .map_err(|error| SortError::Io { path: std::env::temp_dir().display().to_string(), error })?;
+    /// A sort spilling runs of `run_events` into a fresh directory under `spill_parent`.
+    pub(super) fn new(run_events: usize, spill_parent: &Path) -> Result<CatchUpSort, SortError> {
+        let directory = SpillDirectory::create(spill_parent)
+            .map_err(|error| SortError::Io { path: spill_parent.display().to_string(), error })?;
         Ok(CatchUpSort {
             directory,
             run_events: run_events.max(1),
@@ -295,7 +296,7 @@ pub(super) struct SortedEvents {
     next_offsets: NextOffsets,
     last_recorded_at: BTreeMap<Partition, Timestamp>,
     /// Removed, with the spill files, when the events are.
-    _directory: tempfile::TempDir,
+    _directory: SpillDirectory,
 }
 
 impl SortedEvents {
@@ -388,7 +389,7 @@ mod tests {
     }
 
     fn sorted(events: Vec<SourcedEvent>, run_events: usize, batch: usize) -> (Vec<SourcedEvent>, SortedEvents) {
-        let mut sort = CatchUpSort::new(run_events).expect("sort");
+        let mut sort = CatchUpSort::new(run_events, &std::env::temp_dir()).expect("sort");
         for event in events {
             sort.push(event);
             if sort.run_is_full() {
@@ -514,7 +515,8 @@ mod tests {
 
     #[test]
     fn the_spill_files_go_with_the_sorted_events() {
-        let mut sort = CatchUpSort::new(2).expect("sort");
+        let parent = tempfile::tempdir().expect("tempdir");
+        let mut sort = CatchUpSort::new(2, parent.path()).expect("sort");
         for event in stream().into_iter().take(6) {
             sort.push(event);
             if sort.run_is_full() {
@@ -527,5 +529,6 @@ mod tests {
         let sorted = sort.into_sorted().expect("sorted");
         drop(sorted);
         assert!(!directory.exists(), "the spill directory is removed");
+        assert_eq!(std::fs::read_dir(parent.path()).expect("list").count(), 0, "and its lock file");
     }
 }

@@ -43,10 +43,12 @@ mod catch_up_sort;
 mod deferred_rendering;
 mod observer;
 mod retry;
+mod spill_directory;
 mod stop_request;
 mod writing;
 
 use std::future::Future;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -54,6 +56,7 @@ use read_model::{ModelVersion, Store};
 use tokio::sync::watch;
 
 use self::batch_loop::BatchLoop;
+pub use self::catch_up_sort::RUN_EVENTS;
 pub use self::observer::{BatchObserver, CommittedBatch, NoObserver, Observers};
 use self::stop_request::StopRequest;
 use self::writing::Writing;
@@ -77,12 +80,19 @@ pub struct RunOptions {
     /// On a store that holds nothing of the source, take in everything the
     /// source holds and write it sorted by aggregate (`catch_up_sort`).
     pub sorted_catch_up: bool,
+    /// Events a sorted catch-up holds in memory before it spills them.
+    pub catch_up_run_events: usize,
+    /// Where sorted catch-ups keep their spill files, each in a directory
+    /// of its own; a run removes those that killed runs left
+    /// (`spill_directory`).
+    pub spill_directory: PathBuf,
 }
 
 impl Default for RunOptions {
     /// The projector's defaults: batches of 30,000 events, 100 ms of
     /// linger, following the source, each batch written as it fills (the
-    /// command line turns the sorted catch-up on).
+    /// command line turns the sorted catch-up on), spilling under the
+    /// system's temporary directory.
     fn default() -> RunOptions {
         RunOptions {
             batch_size: 30_000,
@@ -91,6 +101,8 @@ impl Default for RunOptions {
             render_deferral: RenderDeferral::DEFAULT,
             change_feed_retention: read_model::change_feed::DEFAULT_RETENTION,
             sorted_catch_up: false,
+            catch_up_run_events: RUN_EVENTS,
+            spill_directory: std::env::temp_dir().join("lcc-projector-spill"),
         }
     }
 }
@@ -133,6 +145,14 @@ pub async fn run(
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<RunTotals> {
     let started = Instant::now();
+    // Before any catch-up of this run spills: what runs killed during theirs left.
+    match spill_directory::sweep(&options.spill_directory) {
+        Ok(0) => {}
+        Ok(removed) => tracing::info!(removed, "removed the spill files of catch-ups that were killed"),
+        Err(error) => {
+            tracing::warn!(%error, directory = %options.spill_directory.display(), "failed to remove the spill files of killed catch-ups")
+        }
+    }
     let SourceFeed { source_id, receiver, stop, reader, .. } = feed;
     tokio::pin!(shutdown);
     let (tell_waits, give_up) = watch::channel(false);

@@ -41,7 +41,9 @@ fn sigkill_at_random_points_then_restart_gives_the_clean_store() {
 /// A sorted catch-up writes no checkpoint before its last batch, so a kill
 /// before it leaves a store with states and documents but no checkpoints,
 /// and the restart takes in everything again: what was applied is skipped,
-/// nothing is applied or parked twice.
+/// nothing is applied or parked twice. The killed runs spill runs of 2,000
+/// events, so they merge from files; the files a kill leaves are removed
+/// by the next run.
 #[test]
 fn sigkill_during_a_sorted_catch_up_then_restart_gives_the_clean_store() {
     let directory = tempfile::tempdir().expect("tempdir");
@@ -58,12 +60,17 @@ fn sigkill_during_a_sorted_catch_up_then_restart_gives_the_clean_store() {
     let crashed = directory.path().join("crashed");
     let mut random = Random::new(2027);
     for _ in 0..6 {
-        let (mut child, mut listening) = spawn_listening(&mut projector_command(&events, &crashed, 250));
+        let mut command = projector_command(&events, &crashed, 250);
+        let (mut child, mut listening) = spawn_listening(command.env("LCC_CATCH_UP_RUN_EVENTS", "2000"));
         let admin = listening.remove("admin").expect("an admin listener");
         let batches = random.range(1, 7) as u64;
         sigkill_once_committed(&mut child, &admin, batches, Duration::from_millis(random.range(0, 300) as u64));
     }
+    let spill = crashed.join("catch-up-spill");
+    let left = std::fs::read_dir(&spill).expect("the spill directory").count();
+    assert_eq!(left, 2, "the last killed run left its spill directory and lock file");
     let final_summary = project(&events, &crashed, 250);
+    assert_eq!(std::fs::read_dir(&spill).expect("the spill directory").count(), 0, "the restart removed them");
     eprintln!("the run after the kills: {final_summary:?}");
     assert!(
         final_summary.skipped_as_duplicates > 0 || final_summary.events < clean_summary.events,

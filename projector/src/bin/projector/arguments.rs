@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use projector::render_deferral::RenderDeferral;
-use projector::runner::RunOptions;
+use projector::runner::{RUN_EVENTS, RunOptions};
 use projector::source::kafka::KafkaSettings;
 use projector::source::kafka::wire::SchemaIds;
 use projector::source_and_sink::{KafkaOptions, SourceOptions};
@@ -120,6 +120,15 @@ pub(crate) struct RunTuning {
     /// files, before writing it; nothing is visible until it is all written.
     #[arg(long, env = "LCC_SORTED_CATCH_UP", default_value_t = true, action = clap::ArgAction::Set)]
     pub(crate) sorted_catch_up: bool,
+    /// Events a sorted catch-up holds in memory (about 1 KiB each) before it
+    /// sorts them into a spill file.
+    #[arg(long, env = "LCC_CATCH_UP_RUN_EVENTS", default_value_t = RUN_EVENTS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub(crate) catch_up_run_events: usize,
+    /// Where sorted catch-ups keep their spill files (about 300 bytes an
+    /// event); each run removes those that killed runs left. Default:
+    /// `DATA_DIR/catch-up-spill`.
+    #[arg(long, env = "LCC_SPILL_DIR")]
+    pub(crate) spill_dir: Option<PathBuf>,
     /// The longest a deferred document waits to be rendered, in seconds
     /// [default: 120 for `run`, 600 for `rebuild`].
     #[arg(long, env = "LCC_RENDER_DEFERRAL_MAX_SECONDS")]
@@ -155,8 +164,8 @@ pub(crate) struct RunTuning {
 }
 
 impl RunTuning {
-    /// How the loop runs, for a rebuild or not.
-    pub(crate) fn run_options(&self, rebuild: bool) -> RunOptions {
+    /// How the loop runs, for a rebuild or not, on the store in `data_dir`.
+    pub(crate) fn run_options(&self, rebuild: bool, data_dir: &Path) -> RunOptions {
         let deferral = if rebuild { RenderDeferral::REBUILD } else { RenderDeferral::DEFAULT };
         RunOptions {
             change_feed_retention: Duration::from_secs(self.change_feed_retention_days * 24 * 60 * 60),
@@ -169,6 +178,8 @@ impl RunTuning {
                 ..deferral
             },
             sorted_catch_up: self.sorted_catch_up,
+            catch_up_run_events: self.catch_up_run_events,
+            spill_directory: self.spill_dir.clone().unwrap_or_else(|| data_dir.join("catch-up-spill")),
         }
     }
 
@@ -246,13 +257,30 @@ mod tests {
 
     #[test]
     fn a_rebuild_defers_rendering_longer_than_a_run_unless_told_otherwise() {
-        let wait = |arguments: &[&str], rebuild| tuning(arguments).run_options(rebuild).render_deferral.max_wait;
+        let wait = |arguments: &[&str], rebuild| {
+            tuning(arguments).run_options(rebuild, Path::new("data")).render_deferral.max_wait
+        };
         assert_eq!(wait(&["run"], false), RenderDeferral::DEFAULT.max_wait);
         assert_eq!(wait(&["rebuild", "--into", "2"], true), RenderDeferral::REBUILD.max_wait);
         assert!(RenderDeferral::REBUILD.max_wait > RenderDeferral::DEFAULT.max_wait);
         let told = ["rebuild", "--into", "2", "--render-deferral-max-seconds", "45"];
         assert_eq!(wait(&told, true), Duration::from_secs(45));
-        let documents = tuning(&["run", "--render-deferral-max-documents", "7"]).run_options(false).render_deferral;
+        let documents = tuning(&["run", "--render-deferral-max-documents", "7"])
+            .run_options(false, Path::new("data"))
+            .render_deferral;
         assert_eq!((documents.max_documents, documents.max_wait), (7, RenderDeferral::DEFAULT.max_wait));
+    }
+
+    #[test]
+    fn a_catch_up_spills_into_the_data_directory_unless_told_otherwise() {
+        let data = Path::new("/srv/lcc");
+        let options = tuning(&["run"]).run_options(false, data);
+        assert_eq!(options.spill_directory, data.join("catch-up-spill"));
+        assert_eq!(options.catch_up_run_events, RUN_EVENTS);
+        let told = tuning(&["rebuild", "--into", "2", "--spill-dir", "/fast/spill", "--catch-up-run-events", "5000"])
+            .run_options(true, data);
+        assert_eq!((told.spill_directory.as_path(), told.catch_up_run_events), (Path::new("/fast/spill"), 5_000));
+        let refused = Cli::try_parse_from(["projector", "run", "--source", "file:///e", "--catch-up-run-events", "0"]);
+        assert!(refused.is_err(), "a run of no events is refused");
     }
 }

@@ -31,7 +31,7 @@ pub(crate) async fn project(
 ) -> anyhow::Result<()> {
     store.check_writer_settings().await.context("the projector cannot write to this store")?;
     let contract = Arc::new(Contract::load()?);
-    let options = tuning.run_options(rebuild);
+    let options = tuning.run_options(rebuild, &store_arguments.data_dir);
     let SourceAndSink { feed, dead_letters, kafka } =
         start_source(source, contract, &tuning.source_options(&store_arguments.data_dir))?;
     tracing::info!(source = %feed.source_id, %version, rebuild, "projecting");
