@@ -43,16 +43,11 @@ impl SpillDirectory {
         loop {
             let (lock, lock_path) =
                 tempfile::Builder::new().prefix(PREFIX).suffix(LOCK_SUFFIX).tempfile_in(parent)?.keep()?;
-            match lock.try_lock() {
-                Ok(()) => {}
-                Err(TryLockError::WouldBlock) => continue,
-                Err(TryLockError::Error(error)) => return Err(error),
+            if !take_lock(&lock)? {
+                continue;
             }
-            let still_ours = match std::fs::metadata(&lock_path) {
-                Ok(on_disk) => on_disk.ino() == lock.metadata()?.ino(),
-                Err(error) if error.kind() == io::ErrorKind::NotFound => false,
-                Err(error) => return Err(error),
-            };
+            let locked = lock.metadata()?.ino();
+            let still_ours = unless_gone(std::fs::metadata(&lock_path))?.is_some_and(|on_disk| on_disk.ino() == locked);
             if !still_ours {
                 continue;
             }
@@ -81,11 +76,7 @@ impl Drop for SpillDirectory {
 /// Removes the spill files under `parent` of catch-ups whose process is
 /// gone, and returns how many catch-ups left them.
 pub(super) fn sweep(parent: &Path) -> io::Result<usize> {
-    let entries = match std::fs::read_dir(parent) {
-        Ok(entries) => entries,
-        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(0),
-        Err(error) => return Err(error),
-    };
+    let Some(entries) = unless_gone(std::fs::read_dir(parent))? else { return Ok(0) };
     let mut removed = 0;
     for entry in entries {
         let lock_path = entry?.path();
@@ -96,29 +87,37 @@ pub(super) fn sweep(parent: &Path) -> io::Result<usize> {
         if !is_lock {
             continue;
         }
-        let lock = match File::open(&lock_path) {
-            Ok(lock) => lock,
-            // Its catch-up ended, or another sweep removed it, meanwhile.
-            Err(error) if error.kind() == io::ErrorKind::NotFound => continue,
-            Err(error) => return Err(error),
-        };
-        match lock.try_lock() {
-            Ok(()) => {}
-            Err(TryLockError::WouldBlock) => continue,
-            Err(TryLockError::Error(error)) => return Err(error),
+        // Its catch-up may have ended, or another sweep removed it, meanwhile.
+        let Some(lock) = unless_gone(File::open(&lock_path))? else { continue };
+        if !take_lock(&lock)? {
+            continue;
         }
-        match std::fs::remove_dir_all(directory_of(&lock_path)) {
-            Ok(()) => removed += 1,
-            Err(error) if error.kind() == io::ErrorKind::NotFound => {}
-            Err(error) => return Err(error),
+        if unless_gone(std::fs::remove_dir_all(directory_of(&lock_path)))?.is_some() {
+            removed += 1;
         }
-        match std::fs::remove_file(&lock_path) {
-            Ok(()) => {}
-            Err(error) if error.kind() == io::ErrorKind::NotFound => {}
-            Err(error) => return Err(error),
-        }
+        unless_gone(std::fs::remove_file(&lock_path))?;
     }
     Ok(removed)
+}
+
+/// Takes `lock`'s exclusive lock if nobody holds it; false when a live
+/// catch-up (or a sweep, for a moment) does.
+fn take_lock(lock: &File) -> io::Result<bool> {
+    match lock.try_lock() {
+        Ok(()) => Ok(true),
+        Err(TryLockError::WouldBlock) => Ok(false),
+        Err(TryLockError::Error(error)) => Err(error),
+    }
+}
+
+/// `result`, with a path that does not exist (any more) as `None`: files
+/// here come and go as catch-ups start, end and sweep.
+fn unless_gone<T>(result: io::Result<T>) -> io::Result<Option<T>> {
+    match result {
+        Ok(value) => Ok(Some(value)),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(error) => Err(error),
+    }
 }
 
 /// The directory a lock file guards: its path without the suffix.
