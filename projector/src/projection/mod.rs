@@ -5,6 +5,10 @@
 //! events and produces the single [`read_model::WriteBatch`] that stores it;
 //! [`exact_bytes`] serializes the bodies it holds without slack.
 
+/// The maps of a batch hash many short ids that come from our own store and
+/// events, where SipHash's protection against crafted keys buys nothing.
+pub type FastMap<K, V> = foldhash::HashMap<K, V>;
+
 pub mod batch;
 pub mod exact_bytes;
 pub mod render;

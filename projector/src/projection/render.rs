@@ -5,7 +5,7 @@
 //! independent of arrival order: whichever event arrives last, the documents
 //! are rendered again from the final states.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
 use read_model::calendar::{Date, Timestamp};
 use read_model::documents::{
@@ -15,10 +15,11 @@ use read_model::documents::{
 };
 use read_model::identifiers::{Audience, display_iswc};
 
+use super::FastMap;
 use super::state::{CertificateState, DisputesState, LicenseState, PartyState, RightsState, WorkState};
 
 /// The public states of the parties a batch loaded, borrowed from the batch.
-pub type PartyDirectory<'a> = HashMap<&'a str, &'a PartyState>;
+pub type PartyDirectory<'a> = FastMap<&'a str, &'a PartyState>;
 
 /// The states a work's documents are rendered from.
 #[derive(Debug, Clone, Copy)]

@@ -3,7 +3,7 @@
 //! them, and as they were before it. It owns the write versions derived from
 //! them; it must not render documents or decide what is stale.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 use read_model::{
     AggregateKey, ModelVersion, PartyReferenceWrite, ProjectionWrites, StoreError, StoredAggregate, WriteBatch,
@@ -11,12 +11,9 @@ use read_model::{
 };
 
 use crate::contract::Topic;
+use crate::projection::FastMap;
 use crate::projection::render::PartyDirectory;
 use crate::projection::state::AggregateState;
-
-/// The per-batch maps hash many short ids that come from our own store and
-/// events, where SipHash's protection against crafted keys buys nothing.
-type FastMap<K, V> = foldhash::HashMap<K, V>;
 
 #[derive(Debug)]
 pub(super) struct Entry {
@@ -92,7 +89,7 @@ pub(super) struct Aggregates {
 /// store's committed snapshot does not show yet.
 #[derive(Debug, Default)]
 pub(super) struct Overlay<'a> {
-    aggregates: HashMap<(&'a str, &'a str), &'a StoredAggregate>,
+    aggregates: FastMap<(&'a str, &'a str), &'a StoredAggregate>,
     pub(super) references: &'a [PartyReferenceWrite],
 }
 

@@ -16,14 +16,13 @@
 //! not rendered by the batch (its inputs did not change) keeps its tag.
 //! This module must not decide what is rendered.
 
-use std::collections::HashMap;
-
 use read_model::answer_tags::{self, ProvenanceVersions};
 use read_model::calendar::{Date, Timestamp};
 use read_model::notifications::{Answer, AnswerTags, Notification, NotificationWrite, Subject, digest_of};
 use read_model::{AggregateKey, Audience, ModelVersion, ProjectionWrites, StoreError, StoredAggregate, WriteBatch};
 
 use super::aggregates::Overlay;
+use crate::projection::FastMap;
 use crate::projection::render::PartyDirectory;
 
 /// The state topics of what was last notified.
@@ -122,7 +121,7 @@ pub(super) fn ipis<'p>(party_ids: impl IntoIterator<Item = &'p String>, parties:
 /// What was last notified of the subjects a batch renders, loaded before rendering.
 #[derive(Debug, Default)]
 pub(super) struct NotifiedStates {
-    states: HashMap<(Subject, String), Notified>,
+    states: FastMap<(Subject, String), Notified>,
 }
 
 impl NotifiedStates {
@@ -136,7 +135,7 @@ impl NotifiedStates {
     ) -> Result<NotifiedStates, StoreError> {
         let subjects: Vec<(Subject, &String)> =
             works.map(|id| (Subject::Work, id)).chain(licenses.map(|id| (Subject::License, id))).collect();
-        let mut states = HashMap::with_capacity(subjects.len());
+        let mut states = FastMap::with_capacity_and_hasher(subjects.len(), Default::default());
         let mut from_store = Vec::new();
         for (subject, id) in subjects {
             let key = AggregateKey { topic: topic_of(subject).to_owned(), id: id.clone() };
