@@ -43,44 +43,24 @@ for index in "${!builds[@]}"; do
 done
 
 python3 - "$work_directory" "${names[@]:0:${#builds[@]}}" <<'PY'
-import json, re, subprocess, sys
+import json, sys
+sys.path.insert(0, "scripts/bench")
+from callgrind_costs import largest_changes, self_costs, total
 directory, names = sys.argv[1], sys.argv[2:]
-
-def total(name):
-    for line in open(f"{directory}/{name}.out"):
-        if line.startswith("totals:") or line.startswith("summary:"):
-            return int(line.split()[1])
 
 def events(name):
     # The run prints its summary as the last line of its output.
     return json.loads(open(f"{directory}/{name}.summary").read().strip().splitlines()[-1])["events"]
 
-def self_cost_per_event(name, count):
-    # callgrind_annotate lists functions before the annotated sources; a
-    # function inlined from several files is listed once per file.
-    listing = subprocess.run(["callgrind_annotate", "--inclusive=no", "--threshold=100", f"{directory}/{name}.out"],
-                             capture_output=True, text=True, check=True).stdout
-    listing = listing.split("file:function", 1)[1].split("Auto-annotated source", 1)[0]
-    costs = {}
-    for line in listing.splitlines():
-        match = re.match(r"\s*([\d,]+)\s+\([^)]*\)\s+(.*)", line)
-        if match:
-            function = re.sub(r"\s*\[[^\]]*\]\s*$", "", match.group(2))
-            function = re.sub(r"^[\w./-]+\.(rs|c|h|S):(?!:)", "", function)
-            costs[function] = costs.get(function, 0) + int(match.group(1).replace(",", "")) / count
-    return costs
-
 per_event, costs = {}, {}
 for name in names:
-    count = events(name)
-    per_event[name] = total(name) / count
-    print(f"{name}: {per_event[name]:>9,.0f} instructions per event ({count:,} events, {total(name):,} instructions)")
+    count, instructions = events(name), total(f"{directory}/{name}.out")
+    per_event[name] = instructions / count
+    print(f"{name}: {per_event[name]:>9,.0f} instructions per event ({count:,} events, {instructions:,} instructions)")
     if len(names) == 2:
-        costs[name] = self_cost_per_event(name, count)
+        costs[name] = {function: cost / count for function, cost in self_costs(f"{directory}/{name}.out").items()}
 if len(names) == 2:
-    a, b = costs["A"], costs["B"]
     print(f"B / A: {per_event['B'] / per_event['A']:.3f}; functions whose own instructions per event changed most (B - A):")
-    changes = sorted(((b.get(f, 0) - a.get(f, 0), f) for f in set(a) | set(b)), key=lambda change: -abs(change[0]))
-    for change, function in changes[:15]:
+    for change, function in largest_changes(costs["A"], costs["B"], 15):
         print(f"  {change:>+9,.0f}  {function[:150]}")
 PY

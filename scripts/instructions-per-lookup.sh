@@ -93,34 +93,20 @@ for mode in idle load; do
 done
 
 python3 - "$work_directory" "${names[@]:0:${#builds[@]}}" <<'PY'
-import re, subprocess, sys
+import re, sys
+sys.path.insert(0, "scripts/bench")
+from callgrind_costs import largest_changes, self_costs, total
 directory, names = sys.argv[1], sys.argv[2:]
-
-def total(path):
-    for line in open(path):
-        if line.startswith("totals:") or line.startswith("summary:"):
-            return int(line.split()[1])
 
 def requests(name):
     return int(re.search(r"(\d+) requests in", open(f"{directory}/{name}.wrk").read()).group(1))
 
 def self_cost_per_request(name, served, per_lookup):
-    # callgrind_annotate lists functions before the annotated sources; a
-    # function inlined from several files is listed once per file. Frames
-    # that were running when the counters were zeroed (the threads' entry
-    # points) are charged with everything beneath them, as if it were their
-    # own cost: no function's own cost comes near half of a lookup, so
+    # Frames that were running when the counters were zeroed (the threads'
+    # entry points) are charged with everything beneath them, as if it were
+    # their own cost: no function's own cost comes near half of a lookup, so
     # those are left out.
-    listing = subprocess.run(["callgrind_annotate", "--inclusive=no", "--threshold=100", f"{directory}/{name}.load"],
-                             capture_output=True, text=True, check=True).stdout
-    listing = listing.split("file:function", 1)[1].split("Auto-annotated source", 1)[0]
-    costs = {}
-    for line in listing.splitlines():
-        match = re.match(r"\s*([\d,]+)\s+\([^)]*\)\s+(.*)", line)
-        if match:
-            function = re.sub(r"\s*\[[^\]]*\]\s*$", "", match.group(2))
-            function = re.sub(r"^[\w./-]+\.(rs|c|h|S):(?!:)", "", function)
-            costs[function] = costs.get(function, 0) + int(match.group(1).replace(",", "")) / served
+    costs = {function: cost / served for function, cost in self_costs(f"{directory}/{name}.load").items()}
     return {function: cost for function, cost in costs.items() if cost < per_lookup / 2}
 
 def per_request(name):
@@ -136,9 +122,7 @@ for name in names:
     print(f"{name}: {per_lookup:>9,.0f} instructions per lookup ({served:,} lookups), {per_lookup / ceiling:.2f} times the ceiling's")
     costs[name] = self_cost_per_request(name, served, per_lookup)
 if len(names) == 2:
-    a, b = costs["A"], costs["B"]
     print(f"B / A: {totals['B'] / totals['A']:.3f}; functions whose self cost per lookup changed most (B - A):")
-    changes = sorted(((b.get(f, 0) - a.get(f, 0), f) for f in set(a) | set(b)), key=lambda change: -abs(change[0]))
-    for change, function in changes[:25]:
+    for change, function in largest_changes(costs["A"], costs["B"], 25):
         print(f"  {change:+8,.0f}  {function[:110]}")
 PY
