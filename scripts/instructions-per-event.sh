@@ -39,7 +39,11 @@ for index in "${!builds[@]}"; do
     RUST_LOG=warn valgrind --tool=callgrind --callgrind-out-file="$work_directory/$name.out" \
         "${builds[$index]}" run --source "file://$work_directory/events" --data-dir "$work_directory/$name.store" \
         --admin-listen 127.0.0.1:0 --exit-when-caught-up --catch-up-run-events "$run_events" \
-        >"$work_directory/$name.summary" 2>"$work_directory/$name.valgrind"
+        >"$work_directory/$name.summary" 2>"$work_directory/$name.valgrind" || {
+        # The work directory goes with the script; what the run said must not.
+        tail -n 20 "$work_directory/$name.valgrind" >&2
+        exit 1
+    }
 done
 
 python3 - "$work_directory" "${names[@]:0:${#builds[@]}}" <<'PY'
