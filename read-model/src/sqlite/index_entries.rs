@@ -165,39 +165,59 @@ impl DeferredTable {
             .map_err(from_sqlite)
     }
 
-    /// Applies the waiting entries in key order, those of one key in the
-    /// order committed, and empties the table.
+    /// Applies the waiting entries, the last one committed of each key
+    /// winning, and empties the table. Two statements do it in SQLite
+    /// rather than a statement per entry: the grouping sorts the entries
+    /// once, inserts in key order, and no entry's text crosses into Rust.
+    /// A key's last entry is the row of its largest rowid, whose `present`
+    /// SQLite reports beside the `max` (a bare column of a `max` aggregate).
     fn write(self, connection: &Connection) -> Result<(), StoreError> {
-        let (select, empty) = match self {
-            DeferredTable::PartyReferences => (
-                "SELECT party_id, referrer_kind, referrer_id, '', present FROM deferred_party_references \
-                 ORDER BY party_id, referrer_kind, referrer_id, rowid",
+        let statements: [&str; 3] = match self {
+            DeferredTable::PartyReferences => [
+                "INSERT OR IGNORE INTO party_references (party_id, referrer_kind, referrer_id) \
+                 SELECT party_id, referrer_kind, referrer_id FROM \
+                 (SELECT party_id, referrer_kind, referrer_id, present, max(rowid) FROM deferred_party_references \
+                  GROUP BY party_id, referrer_kind, referrer_id) \
+                 WHERE present",
+                "DELETE FROM party_references WHERE (party_id, referrer_kind, referrer_id) IN \
+                 (SELECT party_id, referrer_kind, referrer_id FROM \
+                  (SELECT party_id, referrer_kind, referrer_id, present, max(rowid) FROM deferred_party_references \
+                   GROUP BY party_id, referrer_kind, referrer_id) \
+                  WHERE NOT present)",
                 "DELETE FROM deferred_party_references",
-            ),
-            DeferredTable::Identifiers => (
-                "SELECT kind, code, audience, lcc_id, present FROM deferred_identifiers \
-                 ORDER BY kind, code, audience, lcc_id, rowid",
+            ],
+            DeferredTable::Identifiers => [
+                "INSERT OR IGNORE INTO identifier_index (kind, code, audience, lcc_id) \
+                 SELECT kind, code, audience, lcc_id FROM \
+                 (SELECT kind, code, audience, lcc_id, present, max(rowid) FROM deferred_identifiers \
+                  GROUP BY kind, code, audience, lcc_id) \
+                 WHERE present",
+                "DELETE FROM identifier_index WHERE (kind, code, audience, lcc_id) IN \
+                 (SELECT kind, code, audience, lcc_id FROM \
+                  (SELECT kind, code, audience, lcc_id, present, max(rowid) FROM deferred_identifiers \
+                   GROUP BY kind, code, audience, lcc_id) \
+                  WHERE NOT present)",
                 "DELETE FROM deferred_identifiers",
-            ),
+            ],
         };
-        let mut statement = connection.prepare(select).map_err(from_sqlite)?;
-        let mut rows = statement.query([]).map_err(from_sqlite)?;
-        while let Some(row) = rows.next().map_err(from_sqlite)? {
-            let column = |index| {
-                row.get_ref(index)
-                    .map_err(from_sqlite)?
-                    .as_str()
-                    .map_err(|error| StoreError::Corrupt(format!("a deferred index entry is not text: {error}")))
-            };
-            let [a, b, c, d] = [column(0), column(1), column(2), column(3)];
-            let present: bool = row.get(4).map_err(from_sqlite)?;
-            match self {
-                DeferredTable::PartyReferences => write_party_reference(connection, [a?, b?, c?], present)?,
-                DeferredTable::Identifiers => write_identifier(connection, [a?, b?, c?, d?], present)?,
-            }
+        let [insert, delete, empty] = statements;
+        connection.execute(insert, []).map_err(from_sqlite)?;
+        if self.has_removals(connection)? {
+            connection.execute(delete, []).map_err(from_sqlite)?;
         }
-        drop(rows);
         connection.execute(empty, []).map(drop).map_err(from_sqlite)
+    }
+
+    /// Whether any waiting entry removes one: a catch-up from an empty
+    /// store rarely has any, and then the second grouping is not needed.
+    fn has_removals(self, connection: &Connection) -> Result<bool, StoreError> {
+        let sql = match self {
+            DeferredTable::PartyReferences => {
+                "SELECT EXISTS (SELECT 1 FROM deferred_party_references WHERE NOT present)"
+            }
+            DeferredTable::Identifiers => "SELECT EXISTS (SELECT 1 FROM deferred_identifiers WHERE NOT present)",
+        };
+        connection.query_row(sql, [], |row| row.get(0)).map_err(from_sqlite)
     }
 }
 
