@@ -34,7 +34,7 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 use std::fs::File;
-use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::io::{BufRead, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -123,6 +123,8 @@ pub(super) enum SortError {
     Io { path: String, error: std::io::Error },
     #[error("failed to write an event to the spill file {path}: {error}")]
     Encode { path: String, error: rmp_serde::encode::Error },
+    #[error("failed to write an event of {bytes} bytes to the spill file {path}: a record holds at most 4 GiB")]
+    TooLarge { path: String, bytes: usize },
     #[error("failed to read an event back from the spill file {path}: {error}")]
     Decode { path: String, error: rmp_serde::decode::Error },
 }
@@ -218,7 +220,11 @@ impl CatchUpSort {
         let mut runs = Vec::with_capacity(self.spilled.len() + 1);
         for path in &self.spilled {
             let file = File::open(path).map_err(|error| SortError::Io { path: path.display().to_string(), error })?;
-            runs.push(Run::Spilled { path: path.clone(), reader: BufReader::with_capacity(64 * 1024, file) });
+            runs.push(Run::Spilled {
+                path: path.clone(),
+                reader: BufReader::with_capacity(64 * 1024, file),
+                record: Vec::new(),
+            });
         }
         runs.push(Run::InMemory(std::mem::take(&mut self.filling).into_iter()));
         let mut sorted = SortedEvents {
@@ -248,21 +254,31 @@ fn write_run(mut run: Taken, path: &Path) -> Result<Taken, SortError> {
     order.sort_unstable_by(|&left, &right| run[left].0.cmp(&run[right].0));
     let io = |error| SortError::Io { path: path.display().to_string(), error };
     let mut writer = BufWriter::new(File::create(path).map_err(io)?);
+    let mut record = Vec::new();
     for index in order {
         let (key, event) = &run[index];
         let spilled = SpilledRef { key, outcome: &event.outcome, original: event.original.as_deref() };
-        rmp_serde::encode::write(&mut writer, &spilled)
+        record.clear();
+        rmp_serde::encode::write(&mut record, &spilled)
             .map_err(|error| SortError::Encode { path: path.display().to_string(), error })?;
+        let length = u32::try_from(record.len())
+            .map_err(|_| SortError::TooLarge { path: path.display().to_string(), bytes: record.len() })?;
+        writer.write_all(&length.to_le_bytes()).map_err(io)?;
+        writer.write_all(&record).map_err(io)?;
     }
     writer.flush().map_err(io)?;
     run.clear();
     Ok(run)
 }
 
-/// One sorted run: a spill file or the run left in memory.
+/// One sorted run: a spill file or the run left in memory. A spill file is
+/// a sequence of records, each an event's length (four bytes,
+/// little-endian) and the event in MessagePack, so that an event is read
+/// whole into one buffer and decoded from memory, where decoding from the
+/// file would copy each of its strings out of the reader on its own.
 #[derive(Debug)]
 enum Run {
-    Spilled { path: PathBuf, reader: BufReader<File> },
+    Spilled { path: PathBuf, reader: BufReader<File>, record: Vec<u8> },
     InMemory(std::vec::IntoIter<(SortKey, SourcedEvent)>),
 }
 
@@ -270,13 +286,16 @@ impl Run {
     fn next(&mut self) -> Result<Option<(SortKey, SourcedEvent)>, SortError> {
         match self {
             Run::InMemory(events) => Ok(events.next()),
-            Run::Spilled { path, reader } => {
-                let at_end =
-                    reader.fill_buf().map_err(|error| SortError::Io { path: path.display().to_string(), error })?;
-                if at_end.is_empty() {
+            Run::Spilled { path, reader, record } => {
+                let io = |error| SortError::Io { path: path.display().to_string(), error };
+                if reader.fill_buf().map_err(io)?.is_empty() {
                     return Ok(None);
                 }
-                let spilled: Spilled = rmp_serde::decode::from_read(&mut *reader)
+                let mut length = [0; 4];
+                reader.read_exact(&mut length).map_err(io)?;
+                record.resize(u32::from_le_bytes(length) as usize, 0);
+                reader.read_exact(record).map_err(io)?;
+                let spilled: Spilled = rmp_serde::from_slice(record)
                     .map_err(|error| SortError::Decode { path: path.display().to_string(), error })?;
                 Ok(Some(spilled.into_event()))
             }
