@@ -11,8 +11,9 @@ use read_model::identifiers::{Audience, normalize_ipi, normalize_isni, normalize
 
 use super::{Change, Event, WorkAmendment, WorkRecord};
 
-/// Checks `event` and returns it with normalized identifiers, or the reason it is invalid.
-pub fn validate(mut event: Event) -> Result<Event, String> {
+/// Checks `event` and normalizes its identifiers, or gives the reason it is
+/// invalid. Normalizing changes only the payload, never the envelope.
+pub fn validate(event: &mut Event) -> Result<(), String> {
     let envelope = &event.envelope;
     let expected_type = event.change.type_name();
     if envelope.event_type != expected_type {
@@ -101,7 +102,7 @@ pub fn validate(mut event: Event) -> Result<Event, String> {
         }
         _ => {}
     }
-    Ok(event)
+    Ok(())
 }
 
 fn normalize_work_record(record: &mut WorkRecord) -> Result<(), String> {

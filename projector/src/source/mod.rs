@@ -219,8 +219,10 @@ pub fn event_from_value(
     value: Value,
 ) -> Result<Event, Rejection> {
     let value = resolver.resolve(value).map_err(|error| Rejection::unidentified(error, Some(topic)))?;
-    let event = decode_event(contract, topic, &value)
+    let mut event = decode_event(contract, topic, &value)
         .map_err(|error| Rejection::unidentified(format!("undecodable: {error}"), Some(topic)))?;
-    let snapshot = Rejection::of(&event, String::new());
-    validate(event).map_err(|reason| Rejection { reason: format!("invalid: {reason}"), ..snapshot })
+    match validate(&mut event) {
+        Ok(()) => Ok(event),
+        Err(reason) => Err(Rejection::of(&event, format!("invalid: {reason}"))),
+    }
 }
