@@ -17,6 +17,8 @@ use std::cell::RefCell;
 
 use serde::Serialize;
 
+use super::compact_json;
+
 /// A buffer that grew beyond this (a rare, very large document) is dropped
 /// after use rather than kept for the thread's lifetime.
 const LARGEST_KEPT_BUFFER: usize = 1 << 20;
@@ -25,10 +27,16 @@ thread_local! {
     static BUFFER: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
-/// `value` as JSON.
+/// `value` as JSON, the bytes `serde_json` writes (see [`compact_json`]).
 pub fn json(value: &impl Serialize) -> Vec<u8> {
-    // Plain data structs serialize to a Vec without failing.
-    with_buffer(|buffer| serde_json::to_writer(buffer, value).is_ok())
+    // Plain data structs serialize to a Vec without failing; a shape
+    // `compact_json` leaves to `serde_json` is written again by it.
+    with_buffer(|buffer| {
+        compact_json::write(buffer, value).is_ok() || {
+            buffer.clear();
+            serde_json::to_writer(buffer, value).is_ok()
+        }
+    })
 }
 
 /// `value` as MessagePack, struct fields by position.
@@ -75,6 +83,14 @@ mod tests {
             assert_eq!(packed, rmp_serde::to_vec(&value).expect("message pack"));
             assert_eq!(packed.capacity(), packed.len(), "{size}-byte id");
         }
+    }
+
+    #[test]
+    fn a_value_compact_json_leaves_to_serde_json_is_written_by_it_whole() {
+        let keyed_by_truth = std::collections::BTreeMap::from([(false, entry(3)), (true, entry(4))]);
+        let body = json(&keyed_by_truth);
+        assert_eq!(body, serde_json::to_vec(&keyed_by_truth).expect("json"));
+        assert!(body.starts_with(br#"{"false":{"event_id":"eee""#), "{}", String::from_utf8_lossy(&body));
     }
 
     #[test]
