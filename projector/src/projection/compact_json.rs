@@ -71,6 +71,7 @@ fn escape_of(byte: u8) -> Option<CharEscape> {
 /// Whether `bytes` holds nothing JSON escapes: read in eight-byte words,
 /// the last one overlapping the one before when the length is not a
 /// multiple of eight.
+#[inline]
 fn is_clean(bytes: &[u8]) -> bool {
     let word = |at: usize| bytes.get(at..at + 8).and_then(|word| word.try_into().ok()).map(u64::from_le_bytes);
     if bytes.len() < 8 {
@@ -82,24 +83,34 @@ fn is_clean(bytes: &[u8]) -> bool {
 }
 
 /// Appends `value` as a JSON string, escaped as `serde_json` escapes it.
+#[inline]
 fn write_string(out: &mut Vec<u8>, value: &str) {
     let bytes = value.as_bytes();
+    if !is_clean(bytes) {
+        return write_escaped(out, bytes);
+    }
     out.reserve(bytes.len() + 2);
     out.push(b'"');
-    if is_clean(bytes) {
-        out.extend_from_slice(bytes);
-    } else {
-        let mut start = 0;
-        for (index, &byte) in bytes.iter().enumerate() {
-            if let Some(escape) = escape_of(byte) {
-                out.extend_from_slice(&bytes[start..index]);
-                // Writing to a Vec cannot fail.
-                let _ = CompactFormatter.write_char_escape(out, escape);
-                start = index + 1;
-            }
+    out.extend_from_slice(bytes);
+    out.push(b'"');
+}
+
+/// [`write_string`] of a string that holds something to escape: rare, so
+/// kept out of line, where it would make every string's path longer.
+#[cold]
+#[inline(never)]
+fn write_escaped(out: &mut Vec<u8>, bytes: &[u8]) {
+    out.push(b'"');
+    let mut start = 0;
+    for (index, &byte) in bytes.iter().enumerate() {
+        if let Some(escape) = escape_of(byte) {
+            out.extend_from_slice(&bytes[start..index]);
+            // Writing to a Vec cannot fail.
+            let _ = CompactFormatter.write_char_escape(out, escape);
+            start = index + 1;
         }
-        out.extend_from_slice(&bytes[start..]);
     }
+    out.extend_from_slice(&bytes[start..]);
     out.push(b'"');
 }
 
