@@ -114,6 +114,52 @@ fn write_escaped(out: &mut Vec<u8>, bytes: &[u8]) {
     out.push(b'"');
 }
 
+/// A serializer's integer methods, each number written by `serde_json`'s
+/// formatter through `$write`: as it is for a value, quoted for a map key.
+macro_rules! integers {
+    ($write:ident) => {
+        fn serialize_i8(self, value: i8) -> Result<(), Unsupported> {
+            self.serialize_i64(i64::from(value))
+        }
+
+        fn serialize_i16(self, value: i16) -> Result<(), Unsupported> {
+            self.serialize_i64(i64::from(value))
+        }
+
+        fn serialize_i32(self, value: i32) -> Result<(), Unsupported> {
+            self.serialize_i64(i64::from(value))
+        }
+
+        fn serialize_i64(self, value: i64) -> Result<(), Unsupported> {
+            self.$write(|out| CompactFormatter.write_i64(out, value))
+        }
+
+        fn serialize_i128(self, value: i128) -> Result<(), Unsupported> {
+            self.$write(|out| CompactFormatter.write_i128(out, value))
+        }
+
+        fn serialize_u8(self, value: u8) -> Result<(), Unsupported> {
+            self.serialize_u64(u64::from(value))
+        }
+
+        fn serialize_u16(self, value: u16) -> Result<(), Unsupported> {
+            self.serialize_u64(u64::from(value))
+        }
+
+        fn serialize_u32(self, value: u32) -> Result<(), Unsupported> {
+            self.serialize_u64(u64::from(value))
+        }
+
+        fn serialize_u64(self, value: u64) -> Result<(), Unsupported> {
+            self.$write(|out| CompactFormatter.write_u64(out, value))
+        }
+
+        fn serialize_u128(self, value: u128) -> Result<(), Unsupported> {
+            self.$write(|out| CompactFormatter.write_u128(out, value))
+        }
+    };
+}
+
 impl Writer<'_> {
     fn formatted(&mut self, write: impl FnOnce(&mut Vec<u8>) -> std::io::Result<()>) -> Result<(), Unsupported> {
         write(self.out).map_err(|error| Unsupported(error.to_string()))
@@ -131,49 +177,11 @@ impl<'a, 'b> ser::Serializer for &'a mut Writer<'b> {
     type SerializeStruct = Compound<'a, 'b>;
     type SerializeStructVariant = Compound<'a, 'b>;
 
+    integers!(formatted);
+
     fn serialize_bool(self, value: bool) -> Result<(), Unsupported> {
         self.out.extend_from_slice(if value { b"true" } else { b"false" });
         Ok(())
-    }
-
-    fn serialize_i8(self, value: i8) -> Result<(), Unsupported> {
-        self.serialize_i64(i64::from(value))
-    }
-
-    fn serialize_i16(self, value: i16) -> Result<(), Unsupported> {
-        self.serialize_i64(i64::from(value))
-    }
-
-    fn serialize_i32(self, value: i32) -> Result<(), Unsupported> {
-        self.serialize_i64(i64::from(value))
-    }
-
-    fn serialize_i64(self, value: i64) -> Result<(), Unsupported> {
-        self.formatted(|out| CompactFormatter.write_i64(out, value))
-    }
-
-    fn serialize_i128(self, value: i128) -> Result<(), Unsupported> {
-        self.formatted(|out| CompactFormatter.write_i128(out, value))
-    }
-
-    fn serialize_u8(self, value: u8) -> Result<(), Unsupported> {
-        self.serialize_u64(u64::from(value))
-    }
-
-    fn serialize_u16(self, value: u16) -> Result<(), Unsupported> {
-        self.serialize_u64(u64::from(value))
-    }
-
-    fn serialize_u32(self, value: u32) -> Result<(), Unsupported> {
-        self.serialize_u64(u64::from(value))
-    }
-
-    fn serialize_u64(self, value: u64) -> Result<(), Unsupported> {
-        self.formatted(|out| CompactFormatter.write_u64(out, value))
-    }
-
-    fn serialize_u128(self, value: u128) -> Result<(), Unsupported> {
-        self.formatted(|out| CompactFormatter.write_u128(out, value))
     }
 
     fn serialize_f32(self, value: f32) -> Result<(), Unsupported> {
@@ -338,57 +346,30 @@ impl Compound<'_, '_> {
     }
 }
 
-impl ser::SerializeSeq for Compound<'_, '_> {
-    type Ok = ();
-    type Error = Unsupported;
+/// The compound traits of arrays: each element through [`Compound::element`].
+macro_rules! arrays {
+    ($($trait:ident::$method:ident),*) => {$(
+        impl ser::$trait for Compound<'_, '_> {
+            type Ok = ();
+            type Error = Unsupported;
 
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Unsupported> {
-        self.element(value)
-    }
+            fn $method<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Unsupported> {
+                self.element(value)
+            }
 
-    fn end(self) -> Result<(), Unsupported> {
-        self.finish()
-    }
+            fn end(self) -> Result<(), Unsupported> {
+                self.finish()
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTuple for Compound<'_, '_> {
-    type Ok = ();
-    type Error = Unsupported;
-
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Unsupported> {
-        self.element(value)
-    }
-
-    fn end(self) -> Result<(), Unsupported> {
-        self.finish()
-    }
-}
-
-impl ser::SerializeTupleStruct for Compound<'_, '_> {
-    type Ok = ();
-    type Error = Unsupported;
-
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Unsupported> {
-        self.element(value)
-    }
-
-    fn end(self) -> Result<(), Unsupported> {
-        self.finish()
-    }
-}
-
-impl ser::SerializeTupleVariant for Compound<'_, '_> {
-    type Ok = ();
-    type Error = Unsupported;
-
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Unsupported> {
-        self.element(value)
-    }
-
-    fn end(self) -> Result<(), Unsupported> {
-        self.finish()
-    }
-}
+arrays!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field
+);
 
 impl ser::SerializeMap for Compound<'_, '_> {
     type Ok = ();
@@ -410,31 +391,29 @@ impl ser::SerializeMap for Compound<'_, '_> {
     }
 }
 
-impl ser::SerializeStruct for Compound<'_, '_> {
-    type Ok = ();
-    type Error = Unsupported;
+/// The compound traits of structs: each field through [`Compound::field`].
+macro_rules! structs {
+    ($($trait:ident),*) => {$(
+        impl ser::$trait for Compound<'_, '_> {
+            type Ok = ();
+            type Error = Unsupported;
 
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<(), Unsupported> {
-        self.field(key, value)
-    }
+            fn serialize_field<T: Serialize + ?Sized>(
+                &mut self,
+                key: &'static str,
+                value: &T,
+            ) -> Result<(), Unsupported> {
+                self.field(key, value)
+            }
 
-    fn end(self) -> Result<(), Unsupported> {
-        self.finish()
-    }
+            fn end(self) -> Result<(), Unsupported> {
+                self.finish()
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeStructVariant for Compound<'_, '_> {
-    type Ok = ();
-    type Error = Unsupported;
-
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<(), Unsupported> {
-        self.field(key, value)
-    }
-
-    fn end(self) -> Result<(), Unsupported> {
-        self.finish()
-    }
-}
+structs!(SerializeStruct, SerializeStructVariant);
 
 /// A map's key: a string, or an integer written as one, as `serde_json` writes them.
 struct MapKey<'a> {
@@ -465,6 +444,8 @@ impl ser::Serializer for MapKey<'_> {
     type SerializeStruct = ser::Impossible<(), Unsupported>;
     type SerializeStructVariant = ser::Impossible<(), Unsupported>;
 
+    integers!(quoted);
+
     fn serialize_str(self, value: &str) -> Result<(), Unsupported> {
         write_string(self.out, value);
         Ok(())
@@ -489,46 +470,6 @@ impl ser::Serializer for MapKey<'_> {
         value: &T,
     ) -> Result<(), Unsupported> {
         value.serialize(self)
-    }
-
-    fn serialize_i8(self, value: i8) -> Result<(), Unsupported> {
-        self.serialize_i64(i64::from(value))
-    }
-
-    fn serialize_i16(self, value: i16) -> Result<(), Unsupported> {
-        self.serialize_i64(i64::from(value))
-    }
-
-    fn serialize_i32(self, value: i32) -> Result<(), Unsupported> {
-        self.serialize_i64(i64::from(value))
-    }
-
-    fn serialize_i64(self, value: i64) -> Result<(), Unsupported> {
-        self.quoted(|out| CompactFormatter.write_i64(out, value))
-    }
-
-    fn serialize_i128(self, value: i128) -> Result<(), Unsupported> {
-        self.quoted(|out| CompactFormatter.write_i128(out, value))
-    }
-
-    fn serialize_u8(self, value: u8) -> Result<(), Unsupported> {
-        self.serialize_u64(u64::from(value))
-    }
-
-    fn serialize_u16(self, value: u16) -> Result<(), Unsupported> {
-        self.serialize_u64(u64::from(value))
-    }
-
-    fn serialize_u32(self, value: u32) -> Result<(), Unsupported> {
-        self.serialize_u64(u64::from(value))
-    }
-
-    fn serialize_u64(self, value: u64) -> Result<(), Unsupported> {
-        self.quoted(|out| CompactFormatter.write_u64(out, value))
-    }
-
-    fn serialize_u128(self, value: u128) -> Result<(), Unsupported> {
-        self.quoted(|out| CompactFormatter.write_u128(out, value))
     }
 
     fn serialize_bool(self, _value: bool) -> Result<(), Unsupported> {
