@@ -18,16 +18,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if [[ $# -lt 1 ]]; then
-    awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0" >&2
-    exit 2
-fi
-builds=("$(realpath "$1")")
-[[ $# -ge 2 && -n "$2" ]] && builds+=("$(realpath "$2")")
+# shellcheck source=scripts/bench/two_builds.sh
+source scripts/bench/two_builds.sh
+callgrind_builds event-instructions "$@"
 works="${3:-20000}"
 run_events="${4:-20000}"
-command -v valgrind >/dev/null || { echo "valgrind is required (Debian package valgrind)" >&2; exit 1; }
-work_directory="$(mktemp -d "${TMPDIR:-/tmp}/event-instructions.XXXXXX")"
 trap 'rm -rf "$work_directory"' EXIT
 
 "${builds[0]}" generate --works "$works" --seed 42 --events-per-segment 50000 --out "$work_directory/events" >/dev/null

@@ -18,16 +18,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if [[ $# -lt 1 ]]; then
-    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2
-    exit 2
-fi
-builds=("$(realpath "$1")")
-[[ $# -ge 2 && -n "$2" ]] && builds+=("$(realpath "$2")")
+# shellcheck source=scripts/bench/two_builds.sh
+source scripts/bench/two_builds.sh
+callgrind_builds lookup-instructions "$@"
 works="${3:-10000}"
 seconds="${4:-30}"
-command -v valgrind >/dev/null || { echo "valgrind is required (Debian package valgrind)" >&2; exit 1; }
-work_directory="$(mktemp -d "${TMPDIR:-/tmp}/lookup-instructions.XXXXXX")"
 # shellcheck source=scripts/bench/helpers.sh
 source scripts/bench/helpers.sh
 
