@@ -67,7 +67,6 @@ struct TopicSchema {
     schema: Schema,
     name: Name,
     canonical_form: String,
-    payload_branches: Vec<String>,
 }
 
 /// The contract files are part of this binary; failing to parse them is a build defect.
@@ -93,16 +92,10 @@ impl Contract {
                     .iter()
                     .find(|field| field.name == "payload")
                     .ok_or_else(|| invalid("no payload field".into()))?;
-                let Schema::Union(union) = &payload.schema else {
+                let Schema::Union(_) = &payload.schema else {
                     return Err(invalid("payload is not a union".into()));
                 };
-                Ok(TopicSchema {
-                    topic,
-                    name: record.name.clone(),
-                    canonical_form: canonical_form(&schema),
-                    payload_branches: branch_names(union),
-                    schema,
-                })
+                Ok(TopicSchema { topic, name: record.name.clone(), canonical_form: canonical_form(&schema), schema })
             })
             .collect::<Result<_, _>>()?;
         Ok(Contract { topics })
@@ -116,11 +109,6 @@ impl Contract {
     /// The reader schema of a topic.
     pub fn reader_schema(&self, topic: Topic) -> &Schema {
         &self.topic_schema(topic).schema
-    }
-
-    /// The payload record names of a topic, in union order.
-    pub fn payload_branches(&self, topic: Topic) -> &[String] {
-        &self.topic_schema(topic).payload_branches
     }
 
     /// The topic whose top-level record has this writer schema's full name.
@@ -160,12 +148,7 @@ mod tests {
         for topic in Topic::ALL {
             assert_eq!(contract.topic_of(contract.reader_schema(topic)), Some(topic));
             assert!(contract.is_reader_schema(topic, contract.reader_schema(topic)));
-            assert!(!contract.payload_branches(topic).is_empty());
         }
-        assert_eq!(
-            contract.payload_branches(Topic::Works),
-            ["WorkRegistered", "WorkAmended", "WorkPublished", "WorkWithdrawn"]
-        );
     }
 
     /// A registry team implements producers from these files alone, so every

@@ -10,7 +10,6 @@
 //! writes them.
 
 pub mod admin;
-pub mod avro_value;
 pub mod backoff;
 pub mod canonical_form;
 pub mod contract;

@@ -28,6 +28,8 @@ use crate::contract::{Contract, Topic, branch_names};
 pub struct Resolver {
     topic: Topic,
     evolution: Option<Evolution>,
+    /// Values decode straight from the writer's bytes (see [`Resolver::reads_directly`]).
+    direct: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -51,7 +53,7 @@ impl Resolver {
     /// Prepares resolution of values written with `writer` on `topic`.
     pub fn new(contract: &Contract, topic: Topic, writer: &Schema) -> Result<Resolver, String> {
         if contract.is_reader_schema(topic, writer) {
-            return Ok(Resolver { topic, evolution: None });
+            return Ok(Resolver { topic, evolution: None, direct: true });
         }
         let reader = contract.reader_schema(topic).clone();
         let (reader_envelope, reader_union) =
@@ -72,7 +74,7 @@ impl Resolver {
         let reader_envelope = (!unchanged(writer_envelope, reader_envelope)).then(|| reader_envelope.clone());
         let reader_branches: Vec<(String, Schema)> =
             branch_names(reader_union).into_iter().zip(reader_union.variants().iter().cloned()).collect();
-        let writer_branches = branch_names(writer_union)
+        let writer_branches: Vec<WriterBranch> = branch_names(writer_union)
             .into_iter()
             .zip(writer_union.variants())
             .map(|(name, variant)| {
@@ -82,7 +84,45 @@ impl Resolver {
                 WriterBranch { name, reads_unchanged }
             })
             .collect();
-        Ok(Resolver { topic, evolution: Some(Evolution { reader_envelope, writer_branches, reader_branches, reader }) })
+        let Schema::Record(writer_record) = writer else {
+            return Err(format!("the writer schema of {} is not a record", topic.name()));
+        };
+        let direct = writer_record.fields.iter().map(|field| field.name.as_str()).eq(["envelope", "payload"])
+            && reader_envelope.is_none()
+            && writer_branches.iter().enumerate().all(|(index, branch)| {
+                match reader_branches.iter().position(|(reader_name, _)| *reader_name == branch.name) {
+                    Some(reader_index) => reader_index == index && branch.reads_unchanged,
+                    None => true,
+                }
+            });
+        let evolution = Evolution { reader_envelope, writer_branches, reader_branches, reader };
+        Ok(Resolver { topic, evolution: Some(evolution), direct })
+    }
+
+    /// Whether values decode straight from the writer's bytes into the
+    /// contract's record types: the writer schema is the contract's own, or
+    /// differs from it only by payload branches the contract does not have
+    /// (a newer event type), every other part reading unchanged and each
+    /// branch of the contract at its own place in the union. A value of a
+    /// branch outside the contract is then rejected with
+    /// [`Resolver::outside_contract`].
+    pub fn reads_directly(&self) -> bool {
+        self.direct
+    }
+
+    /// Why a value of the writer's payload branch `index` is rejected, when
+    /// that branch is not part of the contract.
+    pub fn outside_contract(&self, index: u32) -> String {
+        let name = self
+            .evolution
+            .as_ref()
+            .and_then(|evolution| evolution.writer_branches.get(index as usize))
+            .map_or_else(|| format!("#{index}"), |branch| branch.name.clone());
+        self.not_in_contract(&name)
+    }
+
+    fn not_in_contract(&self, name: &str) -> String {
+        format!("event type {name} is not part of the {} contract this projector reads", self.topic.name())
     }
 
     /// The value in the shape of the contract's reader schema.
@@ -123,9 +163,7 @@ impl Resolver {
             .enumerate()
             .find(|(_, (candidate, _))| candidate == name)
             .map(|(index, (_, schema))| (index, schema))
-            .ok_or_else(|| {
-                format!("event type {name} is not part of the {} contract this projector reads", self.topic.name())
-            })?;
+            .ok_or_else(|| self.not_in_contract(name))?;
         let record = if branch.reads_unchanged {
             *record
         } else {

@@ -1,263 +1,1029 @@
-//! From a resolved Avro value (shaped by the reader schema) to an [`Event`].
+//! From Avro bytes to an [`Event`].
+//!
+//! apache-avro's schema-aware serde deserializer reads each topic's event
+//! record straight into the record types below, which are then turned into
+//! an event. Nothing passes through generic Avro values, which allocate
+//! every field name, union and enum symbol of every event only for them to
+//! be looked up by name and copied again.
+//!
+//! The record types mirror the contract, and the deserializer holds them to
+//! it: a record's struct bears its Avro name (the deserializer checks it), a
+//! payload enum lists its union's branches in the union's order (a branch is
+//! chosen by its index, and a branch's record name is then checked), and an
+//! Avro enum's symbol is read through the projector's own mapping of its
+//! symbols (the `symbols!` table). So the bytes read here are those of the
+//! contract's schema, or of a newer one that only adds event types after the
+//! contract's (read past and rejected); a writer that needs resolving is
+//! resolved to the contract and written again with it before it comes here
+//! ([`crate::source::event_from_value`]). A party's personal data has no
+//! field in any type here: it is read past and kept nowhere.
 
-use apache_avro::types::Value;
+use std::io::Read;
+use std::marker::PhantomData;
+
+use apache_avro::Schema;
+use apache_avro::reader::datum::GenericDatumReader;
+use read_model::calendar::{Date, Timestamp};
 use read_model::documents::{
     CreatorRole, DisputeStatus, HolderRole, LicenseKind, LicenseStatus, PartyKind, RightType, WorkType,
 };
+use serde::Deserialize;
+use serde::de::{self, DeserializeSeed, Deserializer, EnumAccess, VariantAccess, Visitor};
 
 use super::{Change, Creator, Envelope, Event, LicenseGrant, PartyProfile, RightRecord, WorkAmendment, WorkRecord};
-use crate::avro_value::{Fields, ShapeError};
-use crate::contract::{Contract, Topic};
+use crate::contract::Topic;
 
-/// Decodes one event of `topic`; `value` must already match the reader schema.
-pub fn decode_event(contract: &Contract, topic: Topic, value: &Value) -> Result<Event, ShapeError> {
-    let event = Fields::of("event", value)?;
-    let envelope = decode_envelope(event.record("envelope")?)?;
-    let Value::Union(branch, payload) = event.raw("payload")? else {
-        return Err(ShapeError("event.payload: expected a union".into()));
+/// Why a record read from the bytes does not make an event.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RecordError {
+    /// It holds a value no event can have.
+    #[error("{0}")]
+    Shape(String),
+    /// Its payload is the writer's union branch of this index, which is
+    /// not a payload record of the contract.
+    #[error("payload branch {0} is outside the contract")]
+    OutsideContract(u32),
+}
+
+/// Decodes one event of `topic` from `datum`, written with `schema` (the
+/// contract's schema of the topic, or one that reads directly, see
+/// [`crate::resolution::Resolver::reads_directly`]); `datum` is left after
+/// the event's bytes. The outer error is the bytes' (they do not hold a
+/// record of the schema), the inner one the record's.
+pub fn decode_datum(
+    topic: Topic,
+    schema: &Schema,
+    datum: &mut &[u8],
+) -> Result<Result<Event, RecordError>, apache_avro::Error> {
+    let reader = GenericDatumReader::builder(schema).build()?;
+    by_topic!(topic, Record => reader.read_deser::<Record>(datum).map(Record::into_event))
+}
+
+/// The events of a container file of `topic` whose writer schema reads
+/// directly, in file order, as [`decode_datum`] gives them. The container
+/// reader stops after its first error.
+pub fn container_events<'a, R: Read + 'a>(
+    topic: Topic,
+    reader: apache_avro::Reader<'a, R>,
+) -> Box<dyn Iterator<Item = Result<Result<Event, RecordError>, apache_avro::Error>> + 'a> {
+    by_topic!(topic, Record => Box::new(reader.into_deser_iter::<Record>().map(|record| record.map(Record::into_event))))
+}
+
+/// Runs `$body` with `$record` naming the event record type of `$topic`.
+macro_rules! by_topic {
+    ($topic:expr, $record:ident => $body:expr) => {
+        match $topic {
+            Topic::Works => {
+                type $record = WorkEvent;
+                $body
+            }
+            Topic::Rights => {
+                type $record = RightsEvent;
+                $body
+            }
+            Topic::Licenses => {
+                type $record = LicenseEvent;
+                $body
+            }
+            Topic::Disputes => {
+                type $record = DisputeEvent;
+                $body
+            }
+            Topic::Certificates => {
+                type $record = CertificateEvent;
+                $body
+            }
+            Topic::Parties => {
+                type $record = PartyEvent;
+                $body
+            }
+        }
     };
-    let branches = contract.payload_branches(topic);
-    let branch_name = branches.get(*branch as usize).ok_or_else(|| {
-        ShapeError(format!("event.payload: union branch {branch} is not in the {} contract", topic.name()))
-    })?;
-    let payload = Fields::of("payload", payload)?;
-    let change = decode_change(branch_name, payload)?;
-    Ok(Event { topic, envelope, change })
+}
+use by_topic;
+
+/// One payload record of the contract, as the change it makes.
+trait IntoChange {
+    fn into_change(self) -> Result<Change, RecordError>;
 }
 
-fn decode_envelope(fields: Fields<'_>) -> Result<Envelope, ShapeError> {
-    let version = fields.long("aggregateVersion")?;
-    Ok(Envelope {
-        event_id: fields.string("eventId")?,
-        event_type: fields.string("eventType")?,
-        aggregate_id: fields.string("aggregateId")?,
-        aggregate_version: u64::try_from(version).unwrap_or(0),
-        occurred_at: fields.timestamp("occurredAt")?,
-        recorded_at: fields.timestamp("recordedAt")?,
-        source_system: fields.string("sourceSystem")?,
-    })
-}
-
-fn decode_change(branch: &str, fields: Fields<'_>) -> Result<Change, ShapeError> {
-    Ok(match branch {
-        "WorkRegistered" => Change::WorkRegistered(decode_work_record(fields)?),
-        "WorkAmended" => Change::WorkAmended(decode_work_amendment(fields)?),
-        "WorkPublished" => Change::WorkPublished { published_at: fields.timestamp("publishedAt")? },
-        "WorkWithdrawn" => Change::WorkWithdrawn { reason: fields.string("reason")? },
-        "RightsChainRecorded" => Change::RightsChainRecorded {
-            rights: fields
-                .array("rights")?
-                .iter()
-                .map(|right| decode_right(Fields::of("right", right)?))
-                .collect::<Result<_, _>>()?,
-            open_for_licensing: fields.boolean("openForLicensing")?,
-        },
-        "LicensingAvailabilityChanged" => {
-            Change::LicensingAvailabilityChanged { open_for_licensing: fields.boolean("openForLicensing")? }
+/// Each topic's event record (named as in the contract) and its payload
+/// union, whose branches are listed in the contract's order. A branch
+/// beyond them (a newer event type) is read past and rejected.
+macro_rules! topic_events {
+    ($($record:ident: $topic:ident => $payload:ident { $($branch:ident),+ $(,)? })+) => {$(
+        #[derive(Deserialize)]
+        struct $record {
+            envelope: EnvelopeRecord,
+            payload: $payload,
         }
-        "LicenseGranted" => Change::LicenseGranted(LicenseGrant {
-            kind: license_kind(fields.symbol("kind")?)?,
-            licensee_party_id: fields.string("licenseePartyId")?,
-            status: license_status(fields.symbol("status")?)?,
-            valid_from: fields.date("validFrom")?,
-            valid_until: fields.optional_date("validUntil")?,
-            covered_work_ids: fields.string_array("coveredWorkIds")?,
-            repertoire: fields.optional_string("repertoire")?,
-            territory: fields.string("territory")?,
-        }),
-        "LicenseStatusChanged" => Change::LicenseStatusChanged {
-            status: license_status(fields.symbol("status")?)?,
-            effective_from: fields.date("effectiveFrom")?,
-            reason: fields.optional_string("reason")?,
-        },
-        "LicenseRenewed" => Change::LicenseRenewed { valid_until: fields.optional_date("validUntil")? },
-        "DisputeOpened" => Change::DisputeOpened {
-            dispute_id: fields.string("disputeId")?,
-            grounds: fields.symbol("grounds")?.to_ascii_lowercase(),
-        },
-        "DisputeUpdated" => Change::DisputeUpdated {
-            dispute_id: fields.string("disputeId")?,
-            status: match fields.symbol("progress")? {
-                "OPEN" => DisputeStatus::Open,
-                "UNDER_REVIEW" => DisputeStatus::UnderReview,
-                "IN_MEDIATION" => DisputeStatus::InMediation,
-                other => return Err(unknown_symbol("progress", other)),
-            },
-        },
-        "DisputeResolved" => Change::DisputeResolved {
-            dispute_id: fields.string("disputeId")?,
-            status: match fields.symbol("outcome")? {
-                "UPHELD" => DisputeStatus::ResolvedUpheld,
-                "REJECTED" => DisputeStatus::ResolvedRejected,
-                "SETTLED" => DisputeStatus::Settled,
-                "WITHDRAWN" => DisputeStatus::Withdrawn,
-                other => return Err(unknown_symbol("outcome", other)),
-            },
-        },
-        "CertificateIssued" => Change::CertificateIssued {
-            certificate_id: fields.string("certificateId")?,
-            sha256: fields.string("sha256")?,
-            issued_at: fields.timestamp("issuedAt")?,
-        },
-        "CertificateRevoked" => Change::CertificateRevoked {
-            certificate_id: fields.string("certificateId")?,
-            reason: fields.string("reason")?,
-        },
-        "PartyRegistered" => {
-            // Only the public profile is read; `personalData` is skipped unread.
-            let profile = fields.record("profile")?;
-            Change::PartyRegistered(PartyProfile {
-                name: profile.string("name")?,
-                kind: match profile.symbol("kind")? {
-                    "PERSON" => PartyKind::Person,
-                    "ORGANISATION" => PartyKind::Organisation,
-                    other => return Err(unknown_symbol("kind", other)),
-                },
-                ipi: profile.optional_string("ipi")?,
-                isni: profile.optional_string("isni")?,
-            })
+
+        enum $payload {
+            $($branch($branch),)+
+            OutsideContract(u32),
         }
-        "PartyRenamed" => Change::PartyRenamed { name: fields.string("name")? },
-        "PartyIdentifiersChanged" => Change::PartyIdentifiersChanged {
-            ipi: fields.optional_string("ipi")?,
-            isni: fields.optional_string("isni")?,
-        },
-        "PartyPersonalDataChanged" => Change::PartyPersonalDataChanged,
-        other => return Err(ShapeError(format!("payload: unknown event type {other}"))),
-    })
+
+        impl<'de> Deserialize<'de> for $payload {
+            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                struct Branches;
+
+                impl<'de> Visitor<'de> for Branches {
+                    type Value = $payload;
+
+                    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                        formatter.write_str(concat!("a branch of ", stringify!($payload)))
+                    }
+
+                    fn visit_enum<A: EnumAccess<'de>>(self, data: A) -> Result<$payload, A::Error> {
+                        let (index, branch) = data.variant_seed(BranchIndex)?;
+                        // The branches of the contract, in order: the first has index 0.
+                        let mut place = 0_u32;
+                        $(
+                            if index == place {
+                                return branch.newtype_variant::<$branch>().map($payload::$branch);
+                            }
+                            place += 1;
+                        )+
+                        let _ = place;
+                        branch.newtype_variant::<Skipped>().map(|_| $payload::OutsideContract(index))
+                    }
+                }
+
+                deserializer.deserialize_enum(stringify!($payload), &[$(stringify!($branch)),+], Branches)
+            }
+        }
+
+        impl $record {
+            fn into_event(self) -> Result<Event, RecordError> {
+                let change = match self.payload {
+                    $($payload::$branch(record) => record.into_change()?,)+
+                    $payload::OutsideContract(index) => return Err(RecordError::OutsideContract(index)),
+                };
+                Ok(Event { topic: Topic::$topic, envelope: self.envelope.into_envelope(), change })
+            }
+        }
+    )+};
 }
 
-fn decode_work_record(fields: Fields<'_>) -> Result<WorkRecord, ShapeError> {
-    Ok(WorkRecord {
-        title: fields.string("title")?,
-        alternative_titles: fields.string_array("alternativeTitles")?,
-        iswc: fields.optional_string("iswc")?,
-        isrcs: fields.string_array("isrcs")?,
-        creators: decode_creators(fields.array("creators")?)?,
-        language: fields.optional_string("language")?,
-        work_type: work_type(fields.symbol("workType")?)?,
-        created_on: fields.optional_date("createdOn")?,
-        description: fields.optional_string("description")?,
-        subjects: fields.string_array("subjects")?,
-        publisher_party_id: fields.optional_string("publisherPartyId")?,
-        related_work_ids: fields.string_array("relatedWorkIds")?,
-        file_sha256: fields.string("fileSha256")?,
-        file_format: fields.optional_string("fileFormat")?,
-        earliest_recorded_at: fields.timestamp("earliestRecordedAt")?,
-    })
+topic_events! {
+    WorkEvent: Works => WorkPayload { WorkRegistered, WorkAmended, WorkPublished, WorkWithdrawn }
+    RightsEvent: Rights => RightsPayload { RightsChainRecorded, LicensingAvailabilityChanged }
+    LicenseEvent: Licenses => LicensePayload { LicenseGranted, LicenseStatusChanged, LicenseRenewed }
+    DisputeEvent: Disputes => DisputePayload { DisputeOpened, DisputeUpdated, DisputeResolved }
+    CertificateEvent: Certificates => CertificatePayload { CertificateIssued, CertificateRevoked }
+    PartyEvent: Parties => PartyPayload {
+        PartyRegistered, PartyRenamed, PartyIdentifiersChanged, PartyPersonalDataChanged,
+    }
 }
 
-fn decode_work_amendment(fields: Fields<'_>) -> Result<WorkAmendment, ShapeError> {
-    Ok(WorkAmendment {
-        title: fields.optional_string("title")?,
-        alternative_titles: fields.optional_string_array("alternativeTitles")?,
-        iswc: fields.optional_string("iswc")?,
-        isrcs: fields.optional_string_array("isrcs")?,
-        creators: fields.optional_array("creators")?.map(decode_creators).transpose()?,
-        language: fields.optional_string("language")?,
-        work_type: fields.optional_symbol("workType")?.map(work_type).transpose()?,
-        created_on: fields.optional_date("createdOn")?,
-        description: fields.optional_string("description")?,
-        subjects: fields.optional_string_array("subjects")?,
-        publisher_party_id: fields.optional_string("publisherPartyId")?,
-        related_work_ids: fields.optional_string_array("relatedWorkIds")?,
-        file_format: fields.optional_string("fileFormat")?,
-    })
+#[derive(Deserialize)]
+#[serde(rename = "Envelope", rename_all = "camelCase")]
+struct EnvelopeRecord {
+    event_id: String,
+    event_type: String,
+    aggregate_id: String,
+    aggregate_version: i64,
+    occurred_at: i64,
+    recorded_at: i64,
+    source_system: String,
 }
 
-fn decode_creators(items: &[Value]) -> Result<Vec<Creator>, ShapeError> {
-    items
-        .iter()
-        .map(|item| {
-            let creator = Fields::of("creator", item)?;
-            Ok(Creator { party_id: creator.string("partyId")?, role: creator_role(creator.symbol("role")?)? })
+impl EnvelopeRecord {
+    fn into_envelope(self) -> Envelope {
+        Envelope {
+            event_id: self.event_id,
+            event_type: self.event_type,
+            aggregate_id: self.aggregate_id,
+            // A version below 1 is rejected by validation, as 0 is.
+            aggregate_version: u64::try_from(self.aggregate_version).unwrap_or(0),
+            occurred_at: Timestamp(self.occurred_at),
+            recorded_at: Timestamp(self.recorded_at),
+            source_system: self.source_system,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WorkRegistered {
+    title: String,
+    alternative_titles: Vec<String>,
+    iswc: Option<String>,
+    isrcs: Vec<String>,
+    creators: Vec<CreatorRecord>,
+    language: Option<String>,
+    work_type: Symbol<WorkTypes>,
+    created_on: Option<i32>,
+    description: Option<String>,
+    subjects: Vec<String>,
+    publisher_party_id: Option<String>,
+    related_work_ids: Vec<String>,
+    file_sha256: String,
+    file_format: Option<String>,
+    earliest_recorded_at: i64,
+}
+
+impl IntoChange for WorkRegistered {
+    fn into_change(self) -> Result<Change, RecordError> {
+        Ok(Change::WorkRegistered(WorkRecord {
+            title: self.title,
+            alternative_titles: self.alternative_titles,
+            iswc: self.iswc,
+            isrcs: self.isrcs,
+            creators: creators(self.creators),
+            language: self.language,
+            work_type: self.work_type.0,
+            created_on: self.created_on.map(Date),
+            description: self.description,
+            subjects: self.subjects,
+            publisher_party_id: self.publisher_party_id,
+            related_work_ids: self.related_work_ids,
+            file_sha256: self.file_sha256,
+            file_format: self.file_format,
+            earliest_recorded_at: Timestamp(self.earliest_recorded_at),
+        }))
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WorkAmended {
+    title: Option<String>,
+    alternative_titles: Option<Vec<String>>,
+    iswc: Option<String>,
+    isrcs: Option<Vec<String>>,
+    creators: Option<Vec<CreatorRecord>>,
+    language: Option<String>,
+    work_type: Option<Symbol<WorkTypes>>,
+    created_on: Option<i32>,
+    description: Option<String>,
+    subjects: Option<Vec<String>>,
+    publisher_party_id: Option<String>,
+    related_work_ids: Option<Vec<String>>,
+    file_format: Option<String>,
+}
+
+impl IntoChange for WorkAmended {
+    fn into_change(self) -> Result<Change, RecordError> {
+        Ok(Change::WorkAmended(WorkAmendment {
+            title: self.title,
+            alternative_titles: self.alternative_titles,
+            iswc: self.iswc,
+            isrcs: self.isrcs,
+            creators: self.creators.map(creators),
+            language: self.language,
+            work_type: self.work_type.map(|symbol| symbol.0),
+            created_on: self.created_on.map(Date),
+            description: self.description,
+            subjects: self.subjects,
+            publisher_party_id: self.publisher_party_id,
+            related_work_ids: self.related_work_ids,
+            file_format: self.file_format,
+        }))
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename = "Creator", rename_all = "camelCase")]
+struct CreatorRecord {
+    party_id: String,
+    role: Symbol<CreatorRoles>,
+}
+
+fn creators(records: Vec<CreatorRecord>) -> Vec<Creator> {
+    records.into_iter().map(|record| Creator { party_id: record.party_id, role: record.role.0 }).collect()
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WorkPublished {
+    published_at: i64,
+}
+
+impl IntoChange for WorkPublished {
+    fn into_change(self) -> Result<Change, RecordError> {
+        Ok(Change::WorkPublished { published_at: Timestamp(self.published_at) })
+    }
+}
+
+#[derive(Deserialize)]
+struct WorkWithdrawn {
+    reason: String,
+}
+
+impl IntoChange for WorkWithdrawn {
+    fn into_change(self) -> Result<Change, RecordError> {
+        Ok(Change::WorkWithdrawn { reason: self.reason })
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RightsChainRecorded {
+    rights: Vec<Right>,
+    open_for_licensing: bool,
+}
+
+impl IntoChange for RightsChainRecorded {
+    fn into_change(self) -> Result<Change, RecordError> {
+        Ok(Change::RightsChainRecorded {
+            rights: self.rights.into_iter().map(Right::into_record).collect::<Result<_, _>>()?,
+            open_for_licensing: self.open_for_licensing,
         })
-        .collect()
+    }
 }
 
-fn decode_right(fields: Fields<'_>) -> Result<RightRecord, ShapeError> {
-    let share = fields.int("shareBasisPoints")?;
-    Ok(RightRecord {
-        right_id: fields.string("rightId")?,
-        right_type: match fields.symbol("rightType")? {
-            "AUTHORS_RIGHT" => RightType::AuthorsRight,
-            "RELATED_RIGHT" => RightType::RelatedRight,
-            other => return Err(unknown_symbol("rightType", other)),
-        },
-        holder_party_id: fields.string("holderPartyId")?,
-        role: holder_role(fields.symbol("role")?)?,
-        share_basis_points: u32::try_from(share)
-            .map_err(|_| ShapeError(format!("right.shareBasisPoints: {share} is negative")))?,
-        acquired_from_party_id: fields.optional_string("acquiredFromPartyId")?,
-        territory: fields.string("territory")?,
-        valid_from: fields.date("validFrom")?,
-        valid_until: fields.optional_date("validUntil")?,
-        protection_ends_on: fields.date("protectionEndsOn")?,
-    })
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Right {
+    right_id: String,
+    right_type: Symbol<RightTypes>,
+    holder_party_id: String,
+    role: Symbol<HolderRoles>,
+    share_basis_points: i32,
+    acquired_from_party_id: Option<String>,
+    territory: String,
+    valid_from: i32,
+    valid_until: Option<i32>,
+    protection_ends_on: i32,
 }
 
-fn unknown_symbol(field: &str, symbol: &str) -> ShapeError {
-    ShapeError(format!("{field}: unknown symbol {symbol}"))
+impl Right {
+    fn into_record(self) -> Result<RightRecord, RecordError> {
+        let share = self.share_basis_points;
+        Ok(RightRecord {
+            right_id: self.right_id,
+            right_type: self.right_type.0,
+            holder_party_id: self.holder_party_id,
+            role: self.role.0,
+            share_basis_points: u32::try_from(share)
+                .map_err(|_| RecordError::Shape(format!("right.shareBasisPoints: {share} is negative")))?,
+            acquired_from_party_id: self.acquired_from_party_id,
+            territory: self.territory,
+            valid_from: Date(self.valid_from),
+            valid_until: self.valid_until.map(Date),
+            protection_ends_on: Date(self.protection_ends_on),
+        })
+    }
 }
 
-fn work_type(symbol: &str) -> Result<WorkType, ShapeError> {
-    Ok(match symbol {
-        "MUSICAL_WORK" => WorkType::MusicalWork,
-        "SOUND_RECORDING" => WorkType::SoundRecording,
-        "LITERARY_WORK" => WorkType::LiteraryWork,
-        "AUDIOVISUAL_WORK" => WorkType::AudiovisualWork,
-        "VISUAL_WORK" => WorkType::VisualWork,
-        "SOFTWARE" => WorkType::Software,
-        "OTHER" => WorkType::Other,
-        other => return Err(unknown_symbol("workType", other)),
-    })
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LicensingAvailabilityChanged {
+    open_for_licensing: bool,
 }
 
-fn creator_role(symbol: &str) -> Result<CreatorRole, ShapeError> {
-    Ok(match symbol {
-        "AUTHOR" => CreatorRole::Author,
-        "COMPOSER" => CreatorRole::Composer,
-        "LYRICIST" => CreatorRole::Lyricist,
-        "ARRANGER" => CreatorRole::Arranger,
-        "TRANSLATOR" => CreatorRole::Translator,
-        "PERFORMER" => CreatorRole::Performer,
-        "PRODUCER" => CreatorRole::Producer,
-        "OTHER" => CreatorRole::Other,
-        other => return Err(unknown_symbol("role", other)),
-    })
+impl IntoChange for LicensingAvailabilityChanged {
+    fn into_change(self) -> Result<Change, RecordError> {
+        Ok(Change::LicensingAvailabilityChanged { open_for_licensing: self.open_for_licensing })
+    }
 }
 
-fn holder_role(symbol: &str) -> Result<HolderRole, ShapeError> {
-    Ok(match symbol {
-        "AUTHOR" => HolderRole::Author,
-        "COMPOSER" => HolderRole::Composer,
-        "LYRICIST" => HolderRole::Lyricist,
-        "PUBLISHER" => HolderRole::Publisher,
-        "PERFORMER" => HolderRole::Performer,
-        "PRODUCER" => HolderRole::Producer,
-        "BROADCASTER" => HolderRole::Broadcaster,
-        "SUCCESSOR" => HolderRole::Successor,
-        "OTHER" => HolderRole::Other,
-        other => return Err(unknown_symbol("role", other)),
-    })
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LicenseGranted {
+    kind: Symbol<LicenseKinds>,
+    licensee_party_id: String,
+    status: Symbol<LicenseStatuses>,
+    valid_from: i32,
+    valid_until: Option<i32>,
+    covered_work_ids: Vec<String>,
+    repertoire: Option<String>,
+    territory: String,
 }
 
-fn license_kind(symbol: &str) -> Result<LicenseKind, ShapeError> {
-    Ok(match symbol {
-        "Blanket" => LicenseKind::Blanket,
-        "Individual" => LicenseKind::Individual,
-        other => return Err(unknown_symbol("kind", other)),
-    })
+impl IntoChange for LicenseGranted {
+    fn into_change(self) -> Result<Change, RecordError> {
+        Ok(Change::LicenseGranted(LicenseGrant {
+            kind: self.kind.0,
+            licensee_party_id: self.licensee_party_id,
+            status: self.status.0,
+            valid_from: Date(self.valid_from),
+            valid_until: self.valid_until.map(Date),
+            covered_work_ids: self.covered_work_ids,
+            repertoire: self.repertoire,
+            territory: self.territory,
+        }))
+    }
 }
 
-fn license_status(symbol: &str) -> Result<LicenseStatus, ShapeError> {
-    Ok(match symbol {
-        "PENDING" => LicenseStatus::Pending,
-        "ACTIVE" => LicenseStatus::Active,
-        "SUSPENDED" => LicenseStatus::Suspended,
-        "EXPIRED" => LicenseStatus::Expired,
-        "TERMINATED" => LicenseStatus::Terminated,
-        "REVOKED" => LicenseStatus::Revoked,
-        other => return Err(unknown_symbol("status", other)),
-    })
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LicenseStatusChanged {
+    status: Symbol<LicenseStatuses>,
+    effective_from: i32,
+    reason: Option<String>,
+}
+
+impl IntoChange for LicenseStatusChanged {
+    fn into_change(self) -> Result<Change, RecordError> {
+        Ok(Change::LicenseStatusChanged {
+            status: self.status.0,
+            effective_from: Date(self.effective_from),
+            reason: self.reason,
+        })
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LicenseRenewed {
+    valid_until: Option<i32>,
+}
+
+impl IntoChange for LicenseRenewed {
+    fn into_change(self) -> Result<Change, RecordError> {
+        Ok(Change::LicenseRenewed { valid_until: self.valid_until.map(Date) })
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct DisputeOpened {
+    dispute_id: String,
+    grounds: Symbol<DisputeGrounds>,
+}
+
+impl IntoChange for DisputeOpened {
+    fn into_change(self) -> Result<Change, RecordError> {
+        Ok(Change::DisputeOpened { dispute_id: self.dispute_id, grounds: self.grounds.0 })
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct DisputeUpdated {
+    dispute_id: String,
+    progress: Symbol<DisputeProgress>,
+}
+
+impl IntoChange for DisputeUpdated {
+    fn into_change(self) -> Result<Change, RecordError> {
+        Ok(Change::DisputeUpdated { dispute_id: self.dispute_id, status: self.progress.0 })
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct DisputeResolved {
+    dispute_id: String,
+    outcome: Symbol<DisputeOutcome>,
+}
+
+impl IntoChange for DisputeResolved {
+    fn into_change(self) -> Result<Change, RecordError> {
+        Ok(Change::DisputeResolved { dispute_id: self.dispute_id, status: self.outcome.0 })
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CertificateIssued {
+    certificate_id: String,
+    sha256: String,
+    issued_at: i64,
+}
+
+impl IntoChange for CertificateIssued {
+    fn into_change(self) -> Result<Change, RecordError> {
+        Ok(Change::CertificateIssued {
+            certificate_id: self.certificate_id,
+            sha256: self.sha256,
+            issued_at: Timestamp(self.issued_at),
+        })
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CertificateRevoked {
+    certificate_id: String,
+    reason: String,
+}
+
+impl IntoChange for CertificateRevoked {
+    fn into_change(self) -> Result<Change, RecordError> {
+        Ok(Change::CertificateRevoked { certificate_id: self.certificate_id, reason: self.reason })
+    }
+}
+
+#[derive(Deserialize)]
+struct PartyRegistered {
+    profile: PartyPublicProfile,
+    #[serde(rename = "personalData")]
+    _personal_data: Skipped,
+}
+
+#[derive(Deserialize)]
+struct PartyPublicProfile {
+    name: String,
+    kind: Symbol<PartyKinds>,
+    ipi: Option<String>,
+    isni: Option<String>,
+}
+
+impl IntoChange for PartyRegistered {
+    fn into_change(self) -> Result<Change, RecordError> {
+        let profile = self.profile;
+        Ok(Change::PartyRegistered(PartyProfile {
+            name: profile.name,
+            kind: profile.kind.0,
+            ipi: profile.ipi,
+            isni: profile.isni,
+        }))
+    }
+}
+
+#[derive(Deserialize)]
+struct PartyRenamed {
+    name: String,
+}
+
+impl IntoChange for PartyRenamed {
+    fn into_change(self) -> Result<Change, RecordError> {
+        Ok(Change::PartyRenamed { name: self.name })
+    }
+}
+
+#[derive(Deserialize)]
+struct PartyIdentifiersChanged {
+    ipi: Option<String>,
+    isni: Option<String>,
+}
+
+impl IntoChange for PartyIdentifiersChanged {
+    fn into_change(self) -> Result<Change, RecordError> {
+        Ok(Change::PartyIdentifiersChanged { ipi: self.ipi, isni: self.isni })
+    }
+}
+
+/// Carries only personal data, which is skipped.
+#[derive(Deserialize)]
+struct PartyPersonalDataChanged {
+    #[serde(rename = "personalData")]
+    _personal_data: Skipped,
+}
+
+impl IntoChange for PartyPersonalDataChanged {
+    fn into_change(self) -> Result<Change, RecordError> {
+        Ok(Change::PartyPersonalDataChanged)
+    }
+}
+
+/// Any Avro value, read past and kept nowhere. (serde's `IgnoredAny` cannot
+/// read past a record here: apache-avro's deserializer gives a record's
+/// field names only to `deserialize_identifier`, which it does not call. A
+/// field left out of a struct is read as `IgnoredAny`, so a record field the
+/// projector does not keep is named, with this type.)
+struct Skipped;
+
+impl<'de> Deserialize<'de> for Skipped {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(Skipping)
+    }
+}
+
+/// Reads past a value of any shape, or a field name or symbol.
+struct Skipping;
+
+impl<'de> DeserializeSeed<'de> for Skipping {
+    type Value = Skipped;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Skipped, D::Error> {
+        deserializer.deserialize_identifier(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Skipping {
+    type Value = Skipped;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("any value")
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Skipped, E> {
+        Ok(Skipped)
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Skipped, E> {
+        Ok(Skipped)
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Skipped, E> {
+        Ok(Skipped)
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Skipped, E> {
+        Ok(Skipped)
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Skipped, E> {
+        Ok(Skipped)
+    }
+
+    fn visit_bytes<E: de::Error>(self, _: &[u8]) -> Result<Skipped, E> {
+        Ok(Skipped)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Skipped, E> {
+        Ok(Skipped)
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<Skipped, E> {
+        Ok(Skipped)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Skipped, D::Error> {
+        Skipped::deserialize(deserializer)
+    }
+
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut items: A) -> Result<Skipped, A::Error> {
+        while items.next_element::<Skipped>()?.is_some() {}
+        Ok(Skipped)
+    }
+
+    fn visit_map<A: de::MapAccess<'de>>(self, mut fields: A) -> Result<Skipped, A::Error> {
+        while fields.next_key_seed(Skipping)?.is_some() {
+            fields.next_value::<Skipped>()?;
+        }
+        Ok(Skipped)
+    }
+
+    fn visit_enum<A: EnumAccess<'de>>(self, data: A) -> Result<Skipped, A::Error> {
+        // Only an Avro enum reaches here (a union is read as its branch): a symbol.
+        let (_, symbol) = data.variant_seed(Skipping)?;
+        symbol.unit_variant()?;
+        Ok(Skipped)
+    }
+}
+
+/// The index of a union's branch, as the deserializer gives it.
+struct BranchIndex;
+
+impl<'de> DeserializeSeed<'de> for BranchIndex {
+    type Value = u32;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<u32, D::Error> {
+        deserializer.deserialize_identifier(self)
+    }
+}
+
+impl Visitor<'_> for BranchIndex {
+    type Value = u32;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("a union branch index")
+    }
+
+    fn visit_u64<E: de::Error>(self, index: u64) -> Result<u32, E> {
+        u32::try_from(index).map_err(|_| E::custom(format_args!("union branch {index} is out of range")))
+    }
+}
+
+/// The symbols of one Avro enum of the contract and what each means here.
+trait Symbols {
+    type Value;
+    /// The enum's name in the contract, for errors.
+    const ENUM: &'static str;
+    fn value(symbol: &str) -> Option<Self::Value>;
+}
+
+/// A symbol of the Avro enum `S`, read as what it means here.
+struct Symbol<S: Symbols>(S::Value);
+
+impl<'de, S: Symbols> Deserialize<'de> for Symbol<S> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_enum(S::ENUM, &[], SymbolVisitor(PhantomData::<S>))
+    }
+}
+
+struct SymbolVisitor<S>(PhantomData<S>);
+
+impl<'de, S: Symbols> Visitor<'de> for SymbolVisitor<S> {
+    type Value = Symbol<S>;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(formatter, "a symbol of the enum {}", S::ENUM)
+    }
+
+    fn visit_enum<A: EnumAccess<'de>>(self, data: A) -> Result<Self::Value, A::Error> {
+        let (value, variant) = data.variant_seed(SymbolVisitor(PhantomData::<S>))?;
+        variant.unit_variant()?;
+        Ok(value)
+    }
+
+    fn visit_str<E: de::Error>(self, symbol: &str) -> Result<Self::Value, E> {
+        S::value(symbol).map(Symbol).ok_or_else(|| E::custom(format_args!("{}: unknown symbol {symbol}", S::ENUM)))
+    }
+}
+
+impl<'de, S: Symbols> DeserializeSeed<'de> for SymbolVisitor<S> {
+    type Value = Symbol<S>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_identifier(self)
+    }
+}
+
+/// For each Avro enum, a type naming it and the meaning of each symbol.
+macro_rules! symbols {
+    ($($name:ident($avro:literal): $value:ident { $($symbol:literal => $variant:ident),+ $(,)? })+) => {$(
+        struct $name;
+
+        impl Symbols for $name {
+            type Value = $value;
+            const ENUM: &'static str = $avro;
+
+            fn value(symbol: &str) -> Option<$value> {
+                Some(match symbol {
+                    $($symbol => $value::$variant,)+
+                    _ => return None,
+                })
+            }
+        }
+    )+};
+}
+
+symbols! {
+    WorkTypes("WorkType"): WorkType {
+        "MUSICAL_WORK" => MusicalWork,
+        "SOUND_RECORDING" => SoundRecording,
+        "LITERARY_WORK" => LiteraryWork,
+        "AUDIOVISUAL_WORK" => AudiovisualWork,
+        "VISUAL_WORK" => VisualWork,
+        "SOFTWARE" => Software,
+        "OTHER" => Other,
+    }
+    CreatorRoles("CreatorRole"): CreatorRole {
+        "AUTHOR" => Author,
+        "COMPOSER" => Composer,
+        "LYRICIST" => Lyricist,
+        "ARRANGER" => Arranger,
+        "TRANSLATOR" => Translator,
+        "PERFORMER" => Performer,
+        "PRODUCER" => Producer,
+        "OTHER" => Other,
+    }
+    RightTypes("RightType"): RightType {
+        "AUTHORS_RIGHT" => AuthorsRight,
+        "RELATED_RIGHT" => RelatedRight,
+    }
+    HolderRoles("HolderRole"): HolderRole {
+        "AUTHOR" => Author,
+        "COMPOSER" => Composer,
+        "LYRICIST" => Lyricist,
+        "PUBLISHER" => Publisher,
+        "PERFORMER" => Performer,
+        "PRODUCER" => Producer,
+        "BROADCASTER" => Broadcaster,
+        "SUCCESSOR" => Successor,
+        "OTHER" => Other,
+    }
+    LicenseKinds("LicenseKind"): LicenseKind {
+        "Blanket" => Blanket,
+        "Individual" => Individual,
+    }
+    LicenseStatuses("LicenseStatus"): LicenseStatus {
+        "PENDING" => Pending,
+        "ACTIVE" => Active,
+        "SUSPENDED" => Suspended,
+        "EXPIRED" => Expired,
+        "TERMINATED" => Terminated,
+        "REVOKED" => Revoked,
+    }
+    DisputeProgress("DisputeProgress"): DisputeStatus {
+        "OPEN" => Open,
+        "UNDER_REVIEW" => UnderReview,
+        "IN_MEDIATION" => InMediation,
+    }
+    DisputeOutcome("DisputeOutcome"): DisputeStatus {
+        "UPHELD" => ResolvedUpheld,
+        "REJECTED" => ResolvedRejected,
+        "SETTLED" => Settled,
+        "WITHDRAWN" => Withdrawn,
+    }
+    PartyKinds("PartyKind"): PartyKind {
+        "PERSON" => Person,
+        "ORGANISATION" => Organisation,
+    }
+}
+
+/// Grounds are kept as their symbol in lower case.
+struct DisputeGrounds;
+
+impl Symbols for DisputeGrounds {
+    type Value = String;
+    const ENUM: &'static str = "DisputeGrounds";
+
+    fn value(symbol: &str) -> Option<String> {
+        Some(symbol.to_ascii_lowercase())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use apache_avro::types::Value;
+    use apache_avro::writer::datum::GenericDatumWriter;
+
+    use super::*;
+    use crate::contract::Contract;
+    use crate::generate::drafts::{Draft, Malformation, Payload};
+    use crate::generate::{Random, avro, sandbox, world};
+
+    /// The contract's bytes of `value`, an event record of `topic`.
+    fn datum(contract: &Contract, topic: Topic, value: Value) -> Vec<u8> {
+        let writer = GenericDatumWriter::builder(contract.reader_schema(topic)).build().expect("a writer");
+        writer.write_value_to_vec(value).expect("a value of the contract")
+    }
+
+    fn decode(
+        contract: &Contract,
+        topic: Topic,
+        bytes: &[u8],
+    ) -> Result<Result<Event, RecordError>, apache_avro::Error> {
+        let mut rest = bytes;
+        let decoded = decode_datum(topic, contract.reader_schema(topic), &mut rest);
+        if decoded.is_ok() {
+            assert!(rest.is_empty(), "{} bytes left after the event", rest.len());
+        }
+        decoded
+    }
+
+    /// What a draft's payload says, as the change it must decode to.
+    fn expected_change(payload: &Payload) -> Change {
+        let status = |symbol: &str| {
+            DisputeProgress::value(symbol).or_else(|| DisputeOutcome::value(symbol)).expect("a dispute symbol")
+        };
+        match payload.clone() {
+            Payload::WorkRegistered(work) => Change::WorkRegistered(work),
+            Payload::WorkAmended(amendment) => Change::WorkAmended(amendment),
+            Payload::WorkPublished(published_at) => Change::WorkPublished { published_at },
+            Payload::WorkWithdrawn(reason) => Change::WorkWithdrawn { reason },
+            Payload::WorkArchived => unreachable!("not an event type of the contract"),
+            Payload::RightsChain(rights, open_for_licensing) => {
+                Change::RightsChainRecorded { rights, open_for_licensing }
+            }
+            Payload::Availability(open_for_licensing) => Change::LicensingAvailabilityChanged { open_for_licensing },
+            Payload::LicenseGranted(grant) => Change::LicenseGranted(grant),
+            Payload::LicenseStatus(status, effective_from, reason) => {
+                Change::LicenseStatusChanged { status, effective_from, reason }
+            }
+            Payload::LicenseRenewed(valid_until) => Change::LicenseRenewed { valid_until },
+            Payload::DisputeOpened(dispute_id, grounds) => {
+                Change::DisputeOpened { dispute_id, grounds: grounds.to_ascii_lowercase() }
+            }
+            Payload::DisputeUpdated(dispute_id, progress) => {
+                Change::DisputeUpdated { dispute_id, status: status(progress) }
+            }
+            Payload::DisputeResolved(dispute_id, outcome) => {
+                Change::DisputeResolved { dispute_id, status: status(outcome) }
+            }
+            Payload::CertificateIssued(certificate_id, sha256, issued_at) => {
+                Change::CertificateIssued { certificate_id, sha256, issued_at }
+            }
+            Payload::CertificateRevoked(certificate_id, reason) => {
+                Change::CertificateRevoked { certificate_id, reason }
+            }
+            Payload::PartyRegistered(profile, _) => Change::PartyRegistered(profile),
+            Payload::PartyRenamed(name) => Change::PartyRenamed { name },
+            Payload::PartyIdentifiers(ipi, isni) => Change::PartyIdentifiersChanged { ipi, isni },
+            Payload::PartyPersonalData(_) => Change::PartyPersonalDataChanged,
+        }
+    }
+
+    fn drafts() -> Vec<Draft> {
+        let mut drafts = world::production_world(300, &mut Random::new(3));
+        drafts.extend(sandbox::sandbox_world());
+        drafts.retain(|draft| !matches!(draft.payload, Payload::WorkArchived));
+        drafts
+    }
+
+    /// The generator writes each draft as a producer would, with explicit
+    /// union branches and enum indexes; each must decode to what it drafted.
+    #[test]
+    fn every_drafted_event_decodes_to_its_draft() {
+        let contract = Contract::load().expect("the contract");
+        let mut types = BTreeSet::new();
+        for (index, draft) in drafts().iter().enumerate() {
+            let event_id = format!("event-{index}");
+            let bytes = datum(&contract, draft.topic, avro::event_value(draft, 7, &event_id));
+            let event = decode(&contract, draft.topic, &bytes).expect("bytes of the contract").expect("an event");
+            assert_eq!(event.topic, draft.topic);
+            let envelope = &event.envelope;
+            assert_eq!(
+                (envelope.event_id.as_str(), envelope.aggregate_id.as_str()),
+                (event_id.as_str(), draft.aggregate_id.as_str())
+            );
+            let version = if draft.malformation == Some(Malformation::ZeroVersion) { 0 } else { 7 };
+            assert_eq!(envelope.aggregate_version, version);
+            assert_eq!((envelope.occurred_at.0, envelope.recorded_at), (draft.at.0 - 60_000, draft.at));
+            assert_eq!(event.change, expected_change(&draft.payload), "{draft:?}");
+            types.insert(event.change.type_name());
+        }
+        assert_eq!(types.len(), 18, "every payload record of the contract is drafted: {types:?}");
+    }
+
+    #[test]
+    fn a_negative_share_is_an_error_of_the_record_and_bytes_cut_short_are_an_error_of_the_bytes() {
+        let contract = Contract::load().expect("the contract");
+        let drafts = drafts();
+        let chain = drafts.iter().find(|draft| matches!(draft.payload, Payload::RightsChain(..))).expect("a chain");
+        let mut value = avro::event_value(chain, 1, "event");
+        set_first_share(&mut value, -5);
+        let bytes = datum(&contract, Topic::Rights, value);
+        let shape =
+            decode(&contract, Topic::Rights, &bytes).expect("bytes of the contract").expect_err("a negative share");
+        assert_eq!(shape, RecordError::Shape("right.shareBasisPoints: -5 is negative".into()));
+        decode(&contract, Topic::Rights, &bytes[..bytes.len() - 2]).expect_err("bytes cut short");
+    }
+
+    /// A newer works schema adds an event type after the contract's: its
+    /// bytes read directly, the contract's event types as they are and the
+    /// newer one read past and rejected, the bytes after it still read.
+    #[test]
+    fn an_event_type_after_the_contract_is_read_past_and_rejected() {
+        let newer = crate::generate::future_works_schema().expect("the newer works schema");
+        let drafts = drafts();
+        let registered =
+            drafts.iter().find(|draft| matches!(draft.payload, Payload::WorkRegistered(_))).expect("a work");
+        let archived = Draft::new(Topic::Works, &registered.aggregate_id, registered.at.0, Payload::WorkArchived);
+        let writer = GenericDatumWriter::builder(&newer).build().expect("a writer");
+        let mut bytes = Vec::new();
+        for draft in [&archived, registered] {
+            bytes.extend(writer.write_value_to_vec(avro::event_value(draft, 2, "event")).expect("a value"));
+        }
+        let mut rest = bytes.as_slice();
+        let outside = decode_datum(Topic::Works, &newer, &mut rest).expect("bytes of the schema");
+        assert_eq!(outside.expect_err("a newer event type"), RecordError::OutsideContract(4));
+        let event = decode_datum(Topic::Works, &newer, &mut rest).expect("bytes of the schema").expect("an event");
+        assert_eq!(event.change, expected_change(&registered.payload));
+        assert!(rest.is_empty());
+    }
+
+    /// Sets the share of the first right of a rights chain event record.
+    fn set_first_share(value: &mut Value, share: i32) {
+        let Value::Record(fields) = value else { panic!("a record") };
+        let Value::Union(_, payload) = &mut fields[1].1 else { panic!("a payload union") };
+        let Value::Record(payload) = payload.as_mut() else { panic!("a payload record") };
+        let Value::Array(rights) = &mut payload[0].1 else { panic!("rights") };
+        let Value::Record(right) = &mut rights[0] else { panic!("a right") };
+        let field = right.iter_mut().find(|(name, _)| name == "shareBasisPoints").expect("a share");
+        field.1 = Value::Int(share);
+    }
+
+    /// Every symbol of every enum of the contract means something here, and
+    /// no two symbols of an enum mean the same (grounds are kept as written).
+    #[test]
+    fn every_symbol_of_the_contract_has_a_meaning_of_its_own() {
+        fn meanings<S: Symbols>(symbols: &[String]) -> Option<usize>
+        where
+            S::Value: std::fmt::Debug,
+        {
+            let values: Option<BTreeSet<String>> =
+                symbols.iter().map(|symbol| S::value(symbol).map(|value| format!("{value:?}"))).collect();
+            values.map(|values| values.len())
+        }
+        let contract = Contract::load().expect("the contract");
+        let mut found = BTreeSet::new();
+        for topic in Topic::ALL {
+            let json = serde_json::to_value(contract.reader_schema(topic)).expect("the schema as JSON");
+            let mut enums = Vec::new();
+            collect_enums(&json, &mut enums);
+            for (name, symbols) in enums {
+                let distinct = match name.rsplit('.').next().unwrap_or_default() {
+                    "WorkType" => meanings::<WorkTypes>(&symbols),
+                    "CreatorRole" => meanings::<CreatorRoles>(&symbols),
+                    "RightType" => meanings::<RightTypes>(&symbols),
+                    "HolderRole" => meanings::<HolderRoles>(&symbols),
+                    "LicenseKind" => meanings::<LicenseKinds>(&symbols),
+                    "LicenseStatus" => meanings::<LicenseStatuses>(&symbols),
+                    "DisputeGrounds" => meanings::<DisputeGrounds>(&symbols),
+                    "DisputeProgress" => meanings::<DisputeProgress>(&symbols),
+                    "DisputeOutcome" => meanings::<DisputeOutcome>(&symbols),
+                    "PartyKind" => meanings::<PartyKinds>(&symbols),
+                    other => panic!("the enum {other} has no reading"),
+                };
+                assert_eq!(distinct, Some(symbols.len()), "{name}: {symbols:?}");
+                found.insert(name);
+            }
+        }
+        assert_eq!(found.len(), 10, "{found:?}");
+    }
+
+    fn collect_enums(json: &serde_json::Value, enums: &mut Vec<(String, Vec<String>)>) {
+        match json {
+            serde_json::Value::Object(object) => {
+                if object.get("type").and_then(serde_json::Value::as_str) == Some("enum") {
+                    let name = object["name"].as_str().unwrap_or_default().to_owned();
+                    let symbols = object["symbols"].as_array().into_iter().flatten();
+                    enums.push((name, symbols.filter_map(|symbol| symbol.as_str().map(str::to_owned)).collect()));
+                }
+                object.values().for_each(|value| collect_enums(value, enums));
+            }
+            serde_json::Value::Array(items) => items.iter().for_each(|item| collect_enums(item, enums)),
+            _ => {}
+        }
+    }
 }

@@ -1,6 +1,6 @@
 //! Typed upstream events: what the projector understands of each topic.
 //!
-//! Decoding ([`decode`]) turns a resolved Avro value into an [`Event`];
+//! Decoding ([`decode`]) turns the Avro bytes of an event into an [`Event`];
 //! validation ([`validate`]) rejects events that decode but cannot be true.
 //! A party's personal-data record has no counterpart here at all: it is
 //! dropped during decoding, so no later stage can leak it.

@@ -8,7 +8,7 @@
 //! the files replay the timeline, and inside a segment some topics come before
 //! others (certificates and rights before works), as on real topics.
 
-mod avro;
+pub(crate) mod avro;
 pub mod drafts;
 pub mod identities;
 mod licenses;

@@ -20,10 +20,12 @@ use apache_avro::Reader;
 use tokio::sync::mpsc;
 
 use super::{
-    Backlog, Position, Rejection, SourceFeed, SourceMessage, SourcedEvent, event_from_value, record_count,
+    Backlog, Position, Rejection, SourceFeed, SourceMessage, SourcedEvent, accept, event_from_value, record_count,
     resume_from_loop,
 };
 use crate::contract::{Contract, Topic};
+use crate::events::Event;
+use crate::events::decode::container_events;
 use crate::resolution::Resolver;
 
 /// A directory of Avro container files.
@@ -113,7 +115,6 @@ impl FileSource {
         start: i64,
         emit: &mut dyn FnMut(SourcedEvent) -> bool,
     ) -> i64 {
-        let position = |offset| Position { stream: name.to_owned(), partition: 0, offset };
         let reader = match Reader::new(bytes) {
             Ok(reader) => reader,
             Err(error) => return unreadable(&error.to_string(), name, start, emit),
@@ -121,29 +122,16 @@ impl FileSource {
         let writer = reader.writer_schema().clone();
         let topic = self.contract.topic_of(&writer);
         let resolver = topic.map(|topic| Resolver::new(&self.contract, topic, &writer));
-        let mut offset = 0_i64;
-        for record in reader {
-            if offset < start {
-                if record.is_err() {
-                    // Reported when first read; the file ends here.
-                    return start;
-                }
-                offset += 1;
-                continue;
+        match (topic, &resolver) {
+            (Some(topic), Some(Ok(resolver))) if resolver.reads_directly() => {
+                let finish = |decoded| accept(topic, resolver, decoded);
+                emit_records(container_events(topic, reader), finish, Some(topic), name, start, emit)
             }
-            let (outcome, stop) = match record {
-                Ok(value) => (self.event_from_value(topic, resolver.as_ref(), value), false),
-                Err(error) => {
-                    (Err(Rejection::unidentified(format!("unreadable from this record on: {error}"), topic)), true)
-                }
-            };
-            let proceed = emit(SourcedEvent { position: position(offset), outcome, original: None });
-            offset += 1;
-            if stop || !proceed {
-                break;
+            _ => {
+                let finish = |value| self.event_from_value(topic, resolver.as_ref(), value);
+                emit_records(reader, finish, topic, name, start, emit)
             }
         }
-        offset
     }
 
     fn event_from_value(
@@ -151,13 +139,53 @@ impl FileSource {
         topic: Option<Topic>,
         resolver: Option<&Result<Resolver, String>>,
         value: apache_avro::types::Value,
-    ) -> Result<crate::events::Event, Rejection> {
+    ) -> Result<Event, Rejection> {
         let (Some(topic), Some(resolver)) = (topic, resolver) else {
             return Err(Rejection::unidentified("the writer schema names no topic of the contract".into(), None));
         };
         let resolver = resolver.as_ref().map_err(|error| Rejection::unidentified(error.clone(), Some(topic)))?;
         event_from_value(&self.contract, topic, resolver, value)
     }
+}
+
+/// Hands the records of a container file read on `topic` to `emit`, from
+/// record `start` on, as [`FileSource::read_container`] describes; returns
+/// the next record index to read. `finish` makes each record read from
+/// `start` on an event; records before `start` are read only to be passed,
+/// and an unreadable one among them ends the file there, as it did when it
+/// was first read.
+fn emit_records<T>(
+    records: impl Iterator<Item = Result<T, apache_avro::Error>>,
+    mut finish: impl FnMut(T) -> Result<Event, Rejection>,
+    topic: Option<Topic>,
+    name: &str,
+    start: i64,
+    emit: &mut dyn FnMut(SourcedEvent) -> bool,
+) -> i64 {
+    let mut offset = 0_i64;
+    for record in records {
+        if offset < start {
+            if record.is_err() {
+                // Reported when first read; the file ends here.
+                return start;
+            }
+            offset += 1;
+            continue;
+        }
+        let (outcome, stop) = match record {
+            Ok(record) => (finish(record), false),
+            Err(error) => {
+                (Err(Rejection::unidentified(format!("unreadable from this record on: {error}"), topic)), true)
+            }
+        };
+        let position = Position { stream: name.to_owned(), partition: 0, offset };
+        let proceed = emit(SourcedEvent { position, outcome, original: None });
+        offset += 1;
+        if stop || !proceed {
+            break;
+        }
+    }
+    offset
 }
 
 /// A file that cannot be opened or whose header cannot be read: one

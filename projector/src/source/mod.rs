@@ -18,6 +18,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use apache_avro::types::Value;
+use apache_avro::writer::datum::GenericDatumWriter;
 use read_model::Checkpoint;
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
@@ -25,7 +26,7 @@ use tokio::sync::mpsc;
 use crate::backoff::Backoff;
 use crate::contract::{Contract, Topic};
 use crate::events::Event;
-use crate::events::decode::decode_event;
+use crate::events::decode::{RecordError, decode_datum};
 use crate::events::validate::validate;
 use crate::resolution::Resolver;
 
@@ -211,16 +212,37 @@ impl Rejection {
     }
 }
 
-/// Resolves a value written on `topic` to the contract, decodes it and validates it.
+/// Resolves a value written on `topic` to the contract, decodes it and
+/// validates it. The resolved value is written again with the contract's
+/// schema and decoded from those bytes, as an event written with it is.
 pub fn event_from_value(
     contract: &Contract,
     topic: Topic,
     resolver: &Resolver,
     value: Value,
 ) -> Result<Event, Rejection> {
-    let value = resolver.resolve(value).map_err(|error| Rejection::unidentified(error, Some(topic)))?;
-    let mut event = decode_event(contract, topic, &value)
-        .map_err(|error| Rejection::unidentified(format!("undecodable: {error}"), Some(topic)))?;
+    let unidentified = |reason| Rejection::unidentified(reason, Some(topic));
+    let value = resolver.resolve(value).map_err(unidentified)?;
+    let schema = contract.reader_schema(topic);
+    let datum = GenericDatumWriter::builder(schema)
+        .build()
+        .and_then(|writer| writer.write_value_to_vec(value))
+        .map_err(|error| unidentified(format!("undecodable: {error}")))?;
+    let decoded = decode_datum(topic, schema, &mut datum.as_slice())
+        .map_err(|error| unidentified(format!("undecodable: {error}")))?;
+    accept(topic, resolver, decoded)
+}
+
+/// The event decoded on `topic` from bytes of the writer `resolver`
+/// resolves, if it validates.
+pub fn accept(topic: Topic, resolver: &Resolver, decoded: Result<Event, RecordError>) -> Result<Event, Rejection> {
+    let mut event = decoded.map_err(|error| {
+        let reason = match error {
+            RecordError::OutsideContract(index) => resolver.outside_contract(index),
+            RecordError::Shape(reason) => format!("undecodable: {reason}"),
+        };
+        Rejection::unidentified(reason, Some(topic))
+    })?;
     match validate(&mut event) {
         Ok(()) => Ok(event),
         Err(reason) => Err(Rejection::of(&event, format!("invalid: {reason}"))),

@@ -34,8 +34,9 @@ use super::schema_ids::SchemaIdLookup;
 pub use super::schema_ids::SchemaIds;
 use crate::contract::{Contract, Topic};
 use crate::events::Event;
+use crate::events::decode::decode_datum;
 use crate::resolution::Resolver;
-use crate::source::{Rejection, event_from_value};
+use crate::source::{Rejection, accept, event_from_value};
 
 /// The first bytes of an Avro single-object encoded value.
 pub const SINGLE_OBJECT_MAGIC: [u8; 2] = [0xC3, 0x01];
@@ -160,13 +161,21 @@ impl WireDecoder {
             )));
         }
         let resolver = writer.resolver.as_ref().map_err(|error| poison(error.clone()))?;
+        let undecodable = |error: apache_avro::Error| poison(format!("undecodable datum: {error}"));
+        let all_read = |datum: &[u8]| match datum {
+            [] => Ok(()),
+            left => Err(poison(format!("{} bytes left after the datum", left.len()))),
+        };
+        if resolver.reads_directly() {
+            let decoded = decode_datum(topic, &writer.schema, &mut datum).map_err(undecodable)?;
+            all_read(datum)?;
+            return accept(topic, resolver, decoded).map_err(WireError::Poison);
+        }
         let decoded = GenericDatumReader::builder(&writer.schema)
             .build()
             .and_then(|reader| reader.read_value(&mut datum))
-            .map_err(|error| poison(format!("undecodable datum: {error}")))?;
-        if !datum.is_empty() {
-            return Err(poison(format!("{} bytes left after the datum", datum.len())));
-        }
+            .map_err(undecodable)?;
+        all_read(datum)?;
         event_from_value(&self.contract, topic, resolver, decoded).map_err(WireError::Poison)
     }
 
