@@ -6,10 +6,13 @@
 //! Avro's rules; a writer schema that is identical needs no resolution, which
 //! is the common and fast case.
 
+use std::sync::Arc;
+
 use apache_avro::Schema;
 use apache_avro::schema::{Name, UnionSchema};
 
 use crate::canonical_form::canonical_form;
+use crate::events::decode::DatumDecoder;
 
 /// One upstream topic; each carries the events of one aggregate type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
@@ -64,7 +67,8 @@ pub struct Contract {
 #[derive(Debug)]
 struct TopicSchema {
     topic: Topic,
-    schema: Schema,
+    /// The reader schema, with the decoder of datums written with it.
+    decoder: Arc<DatumDecoder>,
     name: Name,
     canonical_form: String,
 }
@@ -95,7 +99,9 @@ impl Contract {
                 let Schema::Union(_) = &payload.schema else {
                     return Err(invalid("payload is not a union".into()));
                 };
-                Ok(TopicSchema { topic, name: record.name.clone(), canonical_form: canonical_form(&schema), schema })
+                let (name, canonical_form) = (record.name.clone(), canonical_form(&schema));
+                let decoder = DatumDecoder::new(schema).map_err(|error| invalid(error.to_string()))?;
+                Ok(TopicSchema { topic, name, canonical_form, decoder: Arc::new(decoder) })
             })
             .collect::<Result<_, _>>()?;
         Ok(Contract { topics })
@@ -108,7 +114,12 @@ impl Contract {
 
     /// The reader schema of a topic.
     pub fn reader_schema(&self, topic: Topic) -> &Schema {
-        &self.topic_schema(topic).schema
+        self.topic_schema(topic).decoder.schema()
+    }
+
+    /// The decoder of datums written with a topic's reader schema.
+    pub fn decoder(&self, topic: Topic) -> &Arc<DatumDecoder> {
+        &self.topic_schema(topic).decoder
     }
 
     /// The topic whose top-level record has this writer schema's full name.

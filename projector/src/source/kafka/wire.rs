@@ -25,7 +25,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use apache_avro::Schema;
-use apache_avro::reader::datum::GenericDatumReader;
 use apache_avro::writer::datum::GenericDatumWriter;
 use read_model::clock::Clock;
 
@@ -34,7 +33,7 @@ use super::schema_ids::SchemaIdLookup;
 pub use super::schema_ids::SchemaIds;
 use crate::contract::{Contract, Topic};
 use crate::events::Event;
-use crate::events::decode::decode_datum;
+use crate::events::decode::DatumDecoder;
 use crate::resolution::Resolver;
 use crate::source::{Rejection, accept, event_from_value};
 
@@ -78,7 +77,7 @@ pub enum WireError {
 /// A writer schema known to the decoder, with its resolution to the contract.
 #[derive(Debug)]
 struct WriterSchema {
-    schema: Schema,
+    decoder: Arc<DatumDecoder>,
     topic: Topic,
     resolver: Result<Resolver, String>,
 }
@@ -112,9 +111,9 @@ impl WireDecoder {
     ) -> WireDecoder {
         let mut by_fingerprint = HashMap::new();
         for topic in Topic::ALL {
-            let schema = contract.reader_schema(topic).clone();
-            let writer = WriterSchema { resolver: Resolver::new(&contract, topic, &schema), schema, topic };
-            by_fingerprint.insert(fingerprint(&writer.schema), Arc::new(writer));
+            let decoder = Arc::clone(contract.decoder(topic));
+            let writer = WriterSchema { resolver: Resolver::new(&contract, topic, decoder.schema()), decoder, topic };
+            by_fingerprint.insert(fingerprint(writer.decoder.schema()), Arc::new(writer));
         }
         let mut decoder = WireDecoder {
             contract,
@@ -167,14 +166,11 @@ impl WireDecoder {
             left => Err(poison(format!("{} bytes left after the datum", left.len()))),
         };
         if resolver.reads_directly() {
-            let decoded = decode_datum(topic, &writer.schema, &mut datum).map_err(undecodable)?;
+            let decoded = writer.decoder.decode(topic, &mut datum).map_err(undecodable)?;
             all_read(datum)?;
             return accept(topic, resolver, decoded).map_err(WireError::Poison);
         }
-        let decoded = GenericDatumReader::builder(&writer.schema)
-            .build()
-            .and_then(|reader| reader.read_value(&mut datum))
-            .map_err(undecodable)?;
+        let decoded = writer.decoder.read_value(&mut datum).map_err(undecodable)?;
         all_read(datum)?;
         event_from_value(&self.contract, topic, resolver, decoded).map_err(WireError::Poison)
     }
@@ -207,7 +203,7 @@ impl WireDecoder {
             }
             match self.writer_from_file(&path) {
                 Ok(writer) => {
-                    self.by_fingerprint.entry(fingerprint(&writer.schema)).or_insert_with(|| Arc::new(writer));
+                    self.by_fingerprint.entry(fingerprint(writer.decoder.schema())).or_insert_with(|| Arc::new(writer));
                 }
                 Err(reason) => tracing::warn!(file = %path.display(), %reason, "writer schema left out"),
             }
@@ -222,7 +218,9 @@ impl WireDecoder {
     fn writer_from_text(&self, text: &str) -> Result<WriterSchema, String> {
         let schema = Schema::parse_str(text).map_err(|error| format!("not an Avro schema: {error}"))?;
         let topic = self.contract.topic_of(&schema).ok_or("the schema names no topic of the contract")?;
-        Ok(WriterSchema { resolver: Resolver::new(&self.contract, topic, &schema), schema, topic })
+        let resolver = Resolver::new(&self.contract, topic, &schema);
+        let decoder = DatumDecoder::new(schema).map_err(|error| format!("not a usable Avro schema: {error}"))?;
+        Ok(WriterSchema { decoder: Arc::new(decoder), topic, resolver })
     }
 
     fn writer_by_schema_id(&mut self, topic: Topic, id: u32) -> Result<Arc<WriterSchema>, WireError> {
