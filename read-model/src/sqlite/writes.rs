@@ -6,8 +6,9 @@
 //! later batch is always rendered from newer inputs.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::LazyLock;
 
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, Statement, TransactionBehavior, params};
 
 use super::change_feed::{self, RecordedChange};
 use super::errors::from_sqlite;
@@ -20,7 +21,9 @@ use super::{reads, schema, state_reads};
 use crate::bulk::bulk_bucket;
 use crate::identifiers::Audience;
 use crate::read_set::{CommitMark, ReadSet};
-use crate::store::{BatchWritten, DocumentWrite, KeyedWrite, ProvenanceRow, StoreError, StoredAggregate, WriteBatch};
+use crate::store::{
+    AggregateKey, BatchWritten, DocumentWrite, KeyedWrite, ProvenanceRow, StoreError, StoredAggregate, WriteBatch,
+};
 use crate::stored_bodies::{self, BodyKind};
 
 /// `batch` with its bodies as the store keeps them (see
@@ -248,15 +251,22 @@ fn write_bulk_rows<'a>(connection: &Connection, batch: &'a WriteBatch) -> Result
 }
 
 /// The projector's state and the checkpoints, written last in the transaction.
+/// Aggregate states are upserted this many to a statement, so that the
+/// statement's own cost (starting and resetting it) is paid once for them
+/// all rather than once a state: a sorted catch-up writes a state for nearly
+/// every event.
+const STATES_PER_STATEMENT: usize = 64;
+
 fn write_state(connection: &Connection, batch: &WriteBatch) -> Result<(), StoreError> {
-    let mut aggregates = connection
-        .prepare_cached(
-            "INSERT INTO aggregates (topic, id, version, state) VALUES (?1, ?2, ?3, ?4) \
-             ON CONFLICT (topic, id) DO UPDATE SET version = excluded.version, state = excluded.state",
-        )
-        .map_err(from_sqlite)?;
-    for (key, stored) in &batch.aggregates {
-        aggregates.execute(params![key.topic, key.id, stored.version as i64, stored.state]).map_err(from_sqlite)?;
+    static UPSERT_FULL_CHUNK: LazyLock<String> = LazyLock::new(|| upsert_states_sql(STATES_PER_STATEMENT));
+    for chunk in batch.aggregates.chunks(STATES_PER_STATEMENT) {
+        if chunk.len() == STATES_PER_STATEMENT {
+            upsert_states(&mut *connection.prepare_cached(&UPSERT_FULL_CHUNK).map_err(from_sqlite)?, chunk)?;
+        } else {
+            // A batch's last, shorter chunk is prepared for it alone, not
+            // cached: its length varies from batch to batch.
+            upsert_states(&mut connection.prepare(&upsert_states_sql(chunk.len())).map_err(from_sqlite)?, chunk)?;
+        }
     }
     let mut checkpoints = connection
         .prepare_cached(
@@ -270,6 +280,27 @@ fn write_state(connection: &Connection, batch: &WriteBatch) -> Result<(), StoreE
             .map_err(from_sqlite)?;
     }
     Ok(())
+}
+
+/// The upsert of `states` aggregate states, four parameters each.
+fn upsert_states_sql(states: usize) -> String {
+    let rows = vec!["(?, ?, ?, ?)"; states].join(", ");
+    format!(
+        "INSERT INTO aggregates (topic, id, version, state) VALUES {rows} \
+         ON CONFLICT (topic, id) DO UPDATE SET version = excluded.version, state = excluded.state"
+    )
+}
+
+/// Runs `statement`, the upsert of as many states as `states` holds.
+fn upsert_states(statement: &mut Statement<'_>, states: &[(AggregateKey, StoredAggregate)]) -> Result<(), StoreError> {
+    for (index, (key, stored)) in states.iter().enumerate() {
+        let first = index * 4 + 1;
+        statement.raw_bind_parameter(first, &key.topic).map_err(from_sqlite)?;
+        statement.raw_bind_parameter(first + 1, &key.id).map_err(from_sqlite)?;
+        statement.raw_bind_parameter(first + 2, stored.version as i64).map_err(from_sqlite)?;
+        statement.raw_bind_parameter(first + 3, &stored.state).map_err(from_sqlite)?;
+    }
+    statement.raw_execute().map(drop).map_err(from_sqlite)
 }
 
 fn write_license_status(connection: &Connection, id: &str, body: Option<&[u8]>) -> Result<(), StoreError> {
@@ -355,5 +386,38 @@ mod tests {
             vec![write(DocumentKind::Verification, "LCC-1", None), write(DocumentKind::Evidence, "LCC-9", None)],
         );
         assert_eq!(work_rows(&connection), 0, "no empty rows, not even for a work that never had documents");
+    }
+
+    /// States go in whole statements of 64 and one of the rest; a state
+    /// written again replaces the one before, in a later batch or later in
+    /// the same one.
+    #[test]
+    fn every_state_of_a_batch_is_written_whatever_its_place_among_the_statements() {
+        let connection = schema::in_memory_model();
+        let key = |number: usize| AggregateKey { topic: "works".into(), id: format!("LCC-{number:03}") };
+        let state = |number: usize, version: u64| StoredAggregate {
+            version,
+            state: format!("{number}@{version}").into_bytes(),
+        };
+        let write_states = |aggregates: Vec<(AggregateKey, StoredAggregate)>| {
+            write_state(&connection, &WriteBatch { aggregates, ..WriteBatch::default() }).expect("write");
+        };
+        let first: Vec<_> = (0..2 * STATES_PER_STATEMENT + 5).map(|number| (key(number), state(number, 1))).collect();
+        write_states(first);
+        let mut second: Vec<_> =
+            (0..STATES_PER_STATEMENT + 1).map(|number| (key(number * 2), state(number * 2, 2))).collect();
+        // The same statement as the state it replaces: the batch's last, of two.
+        second.push((key(2 * STATES_PER_STATEMENT), state(2 * STATES_PER_STATEMENT, 3)));
+        write_states(second);
+        let keys: Vec<_> = (0..2 * STATES_PER_STATEMENT + 5).map(key).collect();
+        let stored = state_reads::aggregates(&connection, &keys).expect("read");
+        for (number, stored) in stored.into_iter().enumerate() {
+            let version = match number {
+                last if last == 2 * STATES_PER_STATEMENT => 3,
+                even if even % 2 == 0 && even < 2 * STATES_PER_STATEMENT => 2,
+                _ => 1,
+            };
+            assert_eq!(stored, Some(state(number, version)), "state {number}");
+        }
     }
 }
