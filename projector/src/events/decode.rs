@@ -104,31 +104,16 @@ pub fn container_events<'a, R: Read + 'a>(
 /// Runs `$body` with `$record` naming the event record type of `$topic`.
 macro_rules! by_topic {
     ($topic:expr, $record:ident => $body:expr) => {
+        by_topic!(@each $topic, $record => $body;
+            Works: WorkEvent, Rights: RightsEvent, Licenses: LicenseEvent,
+            Disputes: DisputeEvent, Certificates: CertificateEvent, Parties: PartyEvent)
+    };
+    (@each $topic:expr, $record:ident => $body:expr; $($name:ident: $type:ident),+) => {
         match $topic {
-            Topic::Works => {
-                type $record = WorkEvent;
+            $(Topic::$name => {
+                type $record = $type;
                 $body
-            }
-            Topic::Rights => {
-                type $record = RightsEvent;
-                $body
-            }
-            Topic::Licenses => {
-                type $record = LicenseEvent;
-                $body
-            }
-            Topic::Disputes => {
-                type $record = DisputeEvent;
-                $body
-            }
-            Topic::Certificates => {
-                type $record = CertificateEvent;
-                $body
-            }
-            Topic::Parties => {
-                type $record = PartyEvent;
-                $body
-            }
+            })+
         }
     };
 }
