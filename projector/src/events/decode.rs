@@ -22,12 +22,10 @@ mod records;
 
 use std::io::Read;
 
-use apache_avro::Schema;
-use apache_avro::reader::datum::GenericDatumReader;
-
 use self::records::{CertificateEvent, DisputeEvent, LicenseEvent, PartyEvent, RightsEvent, WorkEvent};
 use super::Event;
 use crate::contract::Topic;
+use crate::datum_reader::DatumReader;
 
 /// Why a record read from the bytes does not make an event.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -41,58 +39,22 @@ pub enum RecordError {
     OutsideContract(u32),
 }
 
-/// A writer schema with its named types resolved once, to decode the many
-/// datums written with it: resolving a schema's names costs more than
-/// decoding an event.
-pub struct DatumDecoder(Resolved);
-
-#[ouroboros::self_referencing]
-struct Resolved {
-    schema: Schema,
-    #[borrows(schema)]
-    #[covariant]
-    reader: GenericDatumReader<'this>,
-}
-
-impl DatumDecoder {
-    /// A decoder of datums written with `schema`; fails when the schema
-    /// refers to a named type it does not define.
-    pub fn new(schema: Schema) -> Result<DatumDecoder, apache_avro::Error> {
-        Resolved::try_new(schema, |schema| GenericDatumReader::builder(schema).build()).map(DatumDecoder)
-    }
-
-    pub fn schema(&self) -> &Schema {
-        self.0.borrow_schema()
-    }
-
-    /// Decodes one event of `topic` from `datum`, when the schema is the
-    /// contract's schema of the topic or one that reads directly (see
-    /// [`crate::resolution::Resolver::reads_directly`]); `datum` is left
-    /// after the event's bytes. The outer error is the bytes' (they do not
-    /// hold a record of the schema), the inner one the record's.
-    pub fn decode(&self, topic: Topic, datum: &mut &[u8]) -> Result<Result<Event, RecordError>, apache_avro::Error> {
-        let reader = self.0.borrow_reader();
-        by_topic!(topic, Record => reader.read_deser::<Record>(datum).map(Record::into_event))
-    }
-
-    /// Reads one datum as generic values, for a schema that needs resolving.
-    pub fn read_value(&self, datum: &mut &[u8]) -> Result<apache_avro::types::Value, apache_avro::Error> {
-        self.0.borrow_reader().read_value(datum)
-    }
-}
-
-impl std::fmt::Debug for DatumDecoder {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let name = match self.schema() {
-            Schema::Record(record) => record.name.fullname(None),
-            other => format!("{other:?}"),
-        };
-        formatter.debug_tuple("DatumDecoder").field(&name).finish()
-    }
+/// Decodes one event of `topic` from `datum`, written with the schema of
+/// `reader`: the contract's schema of the topic or one that reads directly
+/// (see [`crate::resolution::Resolver::reads_directly`]); `datum` is left
+/// after the event's bytes. The outer error is the bytes' (they do not hold
+/// a record of the schema), the inner one the record's.
+pub fn decode_datum(
+    topic: Topic,
+    reader: &DatumReader,
+    datum: &mut &[u8],
+) -> Result<Result<Event, RecordError>, apache_avro::Error> {
+    let reader = reader.reader();
+    by_topic!(topic, Record => reader.read_deser::<Record>(datum).map(Record::into_event))
 }
 
 /// The events of a container file of `topic` whose writer schema reads
-/// directly, in file order, as [`DatumDecoder::decode`] gives them. The container
+/// directly, in file order, as [`decode_datum`] gives them. The container
 /// reader stops after its first error.
 pub fn container_events<'a, R: Read + 'a>(
     topic: Topic,
@@ -145,7 +107,7 @@ mod tests {
         bytes: &[u8],
     ) -> Result<Result<Event, RecordError>, apache_avro::Error> {
         let mut rest = bytes;
-        let decoded = contract.decoder(topic).decode(topic, &mut rest);
+        let decoded = decode_datum(topic, contract.datum_reader(topic), &mut rest);
         if decoded.is_ok() {
             assert!(rest.is_empty(), "{} bytes left after the event", rest.len());
         }
@@ -252,8 +214,8 @@ mod tests {
     /// newer one read past and rejected, the bytes after it still read.
     #[test]
     fn an_event_type_after_the_contract_is_read_past_and_rejected() {
-        let newer = DatumDecoder::new(crate::generate::future_works_schema().expect("the newer works schema"))
-            .expect("a decoder");
+        let newer = DatumReader::new(crate::generate::future_works_schema().expect("the newer works schema"))
+            .expect("a reader");
         let drafts = drafts();
         let registered =
             drafts.iter().find(|draft| matches!(draft.payload, Payload::WorkRegistered(_))).expect("a work");
@@ -264,9 +226,9 @@ mod tests {
             bytes.extend(writer.write_value_to_vec(avro::event_value(draft, 2, "event")).expect("a value"));
         }
         let mut rest = bytes.as_slice();
-        let outside = newer.decode(Topic::Works, &mut rest).expect("bytes of the schema");
+        let outside = decode_datum(Topic::Works, &newer, &mut rest).expect("bytes of the schema");
         assert_eq!(outside.expect_err("a newer event type"), RecordError::OutsideContract(4));
-        let event = newer.decode(Topic::Works, &mut rest).expect("bytes of the schema").expect("an event");
+        let event = decode_datum(Topic::Works, &newer, &mut rest).expect("bytes of the schema").expect("an event");
         assert_eq!(event.change, expected_change(&registered.payload));
         assert!(rest.is_empty());
     }

@@ -26,7 +26,7 @@ use tokio::sync::mpsc;
 use crate::backoff::Backoff;
 use crate::contract::{Contract, Topic};
 use crate::events::Event;
-use crate::events::decode::RecordError;
+use crate::events::decode::{RecordError, decode_datum};
 use crate::events::validate::validate;
 use crate::resolution::Resolver;
 
@@ -223,13 +223,13 @@ pub fn event_from_value(
 ) -> Result<Event, Rejection> {
     let unidentified = |reason| Rejection::unidentified(reason, Some(topic));
     let value = resolver.resolve(value).map_err(unidentified)?;
-    let decoder = contract.decoder(topic);
-    let datum = GenericDatumWriter::builder(decoder.schema())
+    let reader = contract.datum_reader(topic);
+    let datum = GenericDatumWriter::builder(reader.schema())
         .build()
         .and_then(|writer| writer.write_value_to_vec(value))
         .map_err(|error| unidentified(format!("undecodable: {error}")))?;
-    let decoded =
-        decoder.decode(topic, &mut datum.as_slice()).map_err(|error| unidentified(format!("undecodable: {error}")))?;
+    let decoded = decode_datum(topic, reader, &mut datum.as_slice())
+        .map_err(|error| unidentified(format!("undecodable: {error}")))?;
     accept(topic, resolver, decoded)
 }
 
