@@ -12,7 +12,7 @@ use apache_avro::Schema;
 use apache_avro::schema::{Name, UnionSchema};
 
 use crate::canonical_form::canonical_form;
-use crate::datum_reader::DatumReader;
+use crate::datum_codec::DatumCodec;
 
 /// One upstream topic; each carries the events of one aggregate type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
@@ -67,8 +67,8 @@ pub struct Contract {
 #[derive(Debug)]
 struct TopicSchema {
     topic: Topic,
-    /// The reader schema, with the reader of datums written with it.
-    reader: Arc<DatumReader>,
+    /// The reader schema, with the reader and writer of datums of it.
+    codec: Arc<DatumCodec>,
     name: Name,
     canonical_form: String,
 }
@@ -100,8 +100,8 @@ impl Contract {
                     return Err(invalid("payload is not a union".into()));
                 };
                 let (name, canonical_form) = (record.name.clone(), canonical_form(&schema));
-                let reader = DatumReader::new(schema).map_err(|error| invalid(error.to_string()))?;
-                Ok(TopicSchema { topic, name, canonical_form, reader: Arc::new(reader) })
+                let codec = DatumCodec::new(schema).map_err(|error| invalid(error.to_string()))?;
+                Ok(TopicSchema { topic, name, canonical_form, codec: Arc::new(codec) })
             })
             .collect::<Result<_, _>>()?;
         Ok(Contract { topics })
@@ -114,12 +114,12 @@ impl Contract {
 
     /// The reader schema of a topic.
     pub fn reader_schema(&self, topic: Topic) -> &Schema {
-        self.topic_schema(topic).reader.schema()
+        self.topic_schema(topic).codec.schema()
     }
 
-    /// The reader of datums written with a topic's reader schema.
-    pub fn datum_reader(&self, topic: Topic) -> &Arc<DatumReader> {
-        &self.topic_schema(topic).reader
+    /// The reader and writer of datums of a topic's reader schema.
+    pub fn datum_codec(&self, topic: Topic) -> &Arc<DatumCodec> {
+        &self.topic_schema(topic).codec
     }
 
     /// The topic whose top-level record has this writer schema's full name.

@@ -13,7 +13,7 @@ pub mod admin;
 pub mod backoff;
 pub mod canonical_form;
 pub mod contract;
-pub mod datum_reader;
+pub mod datum_codec;
 pub mod dead_letter;
 pub mod events;
 pub mod generate;

@@ -17,7 +17,7 @@
 use std::collections::HashSet;
 
 use apache_avro::Schema;
-use apache_avro::schema::{Name, NamesRef, ResolvedSchema};
+use apache_avro::schema::{Name, NamesRef, RecordSchema, ResolvedSchema};
 use apache_avro::types::Value;
 
 use crate::canonical_form::canonical_form;
@@ -56,9 +56,9 @@ impl Resolver {
             return Ok(Resolver { topic, evolution: None, direct: true });
         }
         let reader = contract.reader_schema(topic).clone();
-        let (reader_envelope, reader_union) =
+        let (_, reader_envelope, reader_union) =
             envelope_and_payload(&reader).ok_or("the contract has no envelope and payload")?;
-        let (writer_envelope, writer_union) = envelope_and_payload(writer)
+        let (writer_record, writer_envelope, writer_union) = envelope_and_payload(writer)
             .ok_or_else(|| format!("the writer schema of {} has no envelope and payload", topic.name()))?;
         let Schema::Union(writer_union) = writer_union else {
             return Err("the writer payload is not a union".into());
@@ -84,9 +84,6 @@ impl Resolver {
                 WriterBranch { name, reads_unchanged }
             })
             .collect();
-        let Schema::Record(writer_record) = writer else {
-            return Err(format!("the writer schema of {} is not a record", topic.name()));
-        };
         let direct = writer_record.fields.iter().map(|field| field.name.as_str()).eq(["envelope", "payload"])
             && reader_envelope.is_none()
             && writer_branches.iter().enumerate().all(|(index, branch)| {
@@ -178,13 +175,13 @@ impl Resolver {
     }
 }
 
-/// The schemas of the `envelope` and `payload` fields of an event record.
-fn envelope_and_payload(schema: &Schema) -> Option<(&Schema, &Schema)> {
+/// An event record, with the schemas of its `envelope` and `payload` fields.
+fn envelope_and_payload(schema: &Schema) -> Option<(&RecordSchema, &Schema, &Schema)> {
     let Schema::Record(record) = schema else {
         return None;
     };
     let field = |name: &str| record.fields.iter().find(|field| field.name == name).map(|field| &field.schema);
-    Some((field("envelope")?, field("payload")?))
+    Some((record, field("envelope")?, field("payload")?))
 }
 
 /// Whether values written with `writer` read as `reader` with nothing to
@@ -295,7 +292,7 @@ mod tests {
         assert_eq!(kept, event(Value::Union(2, Box::new(published.clone()))));
         let contract = Contract::load().expect("contract");
         let reader = contract.reader_schema(Topic::Works);
-        let Some((_, Schema::Union(reader_union))) = envelope_and_payload(reader) else { panic!("a payload union") };
+        let Some((_, _, Schema::Union(reader_union))) = envelope_and_payload(reader) else { panic!("a payload union") };
         let resolved = published.clone().resolve_schemata(&reader_union.variants()[2], vec![reader]).expect("resolves");
         assert_eq!(resolved, published, "passing the branch through gives what resolving it would");
         let archived = Value::Record(vec![("archivedBy".into(), Value::String("robot".into()))]);

@@ -25,7 +25,7 @@ use std::io::Read;
 use self::records::{CertificateEvent, DisputeEvent, LicenseEvent, PartyEvent, RightsEvent, WorkEvent};
 use super::Event;
 use crate::contract::Topic;
-use crate::datum_reader::DatumReader;
+use crate::datum_codec::DatumCodec;
 
 /// Why a record read from the bytes does not make an event.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -40,16 +40,16 @@ pub enum RecordError {
 }
 
 /// Decodes one event of `topic` from `datum`, written with the schema of
-/// `reader`: the contract's schema of the topic or one that reads directly
+/// `codec`: the contract's schema of the topic or one that reads directly
 /// (see [`crate::resolution::Resolver::reads_directly`]); `datum` is left
 /// after the event's bytes. The outer error is the bytes' (they do not hold
 /// a record of the schema), the inner one the record's.
 pub fn decode_datum(
     topic: Topic,
-    reader: &DatumReader,
+    codec: &DatumCodec,
     datum: &mut &[u8],
 ) -> Result<Result<Event, RecordError>, apache_avro::Error> {
-    let reader = reader.reader();
+    let reader = codec.reader();
     by_topic!(topic, Record => reader.read_deser::<Record>(datum).map(Record::into_event))
 }
 
@@ -86,7 +86,6 @@ mod tests {
     use std::collections::BTreeSet;
 
     use apache_avro::types::Value;
-    use apache_avro::writer::datum::GenericDatumWriter;
     use read_model::documents::DisputeStatus;
 
     use super::*;
@@ -97,8 +96,7 @@ mod tests {
 
     /// The contract's bytes of `value`, an event record of `topic`.
     fn datum(contract: &Contract, topic: Topic, value: Value) -> Vec<u8> {
-        let writer = GenericDatumWriter::builder(contract.reader_schema(topic)).build().expect("a writer");
-        writer.write_value_to_vec(value).expect("a value of the contract")
+        contract.datum_codec(topic).write_value(value).expect("a value of the contract")
     }
 
     fn decode(
@@ -107,7 +105,7 @@ mod tests {
         bytes: &[u8],
     ) -> Result<Result<Event, RecordError>, apache_avro::Error> {
         let mut rest = bytes;
-        let decoded = decode_datum(topic, contract.datum_reader(topic), &mut rest);
+        let decoded = decode_datum(topic, contract.datum_codec(topic), &mut rest);
         if decoded.is_ok() {
             assert!(rest.is_empty(), "{} bytes left after the event", rest.len());
         }
@@ -214,16 +212,15 @@ mod tests {
     /// newer one read past and rejected, the bytes after it still read.
     #[test]
     fn an_event_type_after_the_contract_is_read_past_and_rejected() {
-        let newer = DatumReader::new(crate::generate::future_works_schema().expect("the newer works schema"))
-            .expect("a reader");
+        let newer =
+            DatumCodec::new(crate::generate::future_works_schema().expect("the newer works schema")).expect("a codec");
         let drafts = drafts();
         let registered =
             drafts.iter().find(|draft| matches!(draft.payload, Payload::WorkRegistered(_))).expect("a work");
         let archived = Draft::new(Topic::Works, &registered.aggregate_id, registered.at.0, Payload::WorkArchived);
-        let writer = GenericDatumWriter::builder(newer.schema()).build().expect("a writer");
         let mut bytes = Vec::new();
         for draft in [&archived, registered] {
-            bytes.extend(writer.write_value_to_vec(avro::event_value(draft, 2, "event")).expect("a value"));
+            bytes.extend(newer.write_value(avro::event_value(draft, 2, "event")).expect("a value"));
         }
         let mut rest = bytes.as_slice();
         let outside = decode_datum(Topic::Works, &newer, &mut rest).expect("bytes of the schema");

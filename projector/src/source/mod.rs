@@ -18,7 +18,6 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use apache_avro::types::Value;
-use apache_avro::writer::datum::GenericDatumWriter;
 use read_model::Checkpoint;
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
@@ -223,12 +222,9 @@ pub fn event_from_value(
 ) -> Result<Event, Rejection> {
     let unidentified = |reason| Rejection::unidentified(reason, Some(topic));
     let value = resolver.resolve(value).map_err(unidentified)?;
-    let reader = contract.datum_reader(topic);
-    let datum = GenericDatumWriter::builder(reader.schema())
-        .build()
-        .and_then(|writer| writer.write_value_to_vec(value))
-        .map_err(|error| unidentified(format!("undecodable: {error}")))?;
-    let decoded = decode_datum(topic, reader, &mut datum.as_slice())
+    let codec = contract.datum_codec(topic);
+    let datum = codec.write_value(value).map_err(|error| unidentified(format!("undecodable: {error}")))?;
+    let decoded = decode_datum(topic, codec, &mut datum.as_slice())
         .map_err(|error| unidentified(format!("undecodable: {error}")))?;
     accept(topic, resolver, decoded)
 }

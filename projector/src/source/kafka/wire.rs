@@ -32,7 +32,7 @@ use super::fingerprint::fingerprint;
 use super::schema_ids::SchemaIdLookup;
 pub use super::schema_ids::SchemaIds;
 use crate::contract::{Contract, Topic};
-use crate::datum_reader::DatumReader;
+use crate::datum_codec::DatumCodec;
 use crate::events::Event;
 use crate::events::decode::decode_datum;
 use crate::resolution::Resolver;
@@ -78,7 +78,7 @@ pub enum WireError {
 /// A writer schema known to the decoder, with its resolution to the contract.
 #[derive(Debug)]
 struct WriterSchema {
-    reader: Arc<DatumReader>,
+    codec: Arc<DatumCodec>,
     topic: Topic,
     resolver: Result<Resolver, String>,
 }
@@ -112,9 +112,9 @@ impl WireDecoder {
     ) -> WireDecoder {
         let mut by_fingerprint = HashMap::new();
         for topic in Topic::ALL {
-            let reader = Arc::clone(contract.datum_reader(topic));
-            let writer = WriterSchema { resolver: Resolver::new(&contract, topic, reader.schema()), reader, topic };
-            by_fingerprint.insert(fingerprint(writer.reader.schema()), Arc::new(writer));
+            let codec = Arc::clone(contract.datum_codec(topic));
+            let writer = WriterSchema { resolver: Resolver::new(&contract, topic, codec.schema()), codec, topic };
+            by_fingerprint.insert(fingerprint(writer.codec.schema()), Arc::new(writer));
         }
         let mut decoder = WireDecoder {
             contract,
@@ -167,11 +167,11 @@ impl WireDecoder {
             left => Err(poison(format!("{} bytes left after the datum", left.len()))),
         };
         if resolver.reads_directly() {
-            let decoded = decode_datum(topic, &writer.reader, &mut datum).map_err(undecodable)?;
+            let decoded = decode_datum(topic, &writer.codec, &mut datum).map_err(undecodable)?;
             all_read(datum)?;
             return accept(topic, resolver, decoded).map_err(WireError::Poison);
         }
-        let decoded = writer.reader.read_value(&mut datum).map_err(undecodable)?;
+        let decoded = writer.codec.read_value(&mut datum).map_err(undecodable)?;
         all_read(datum)?;
         event_from_value(&self.contract, topic, resolver, decoded).map_err(WireError::Poison)
     }
@@ -204,7 +204,7 @@ impl WireDecoder {
             }
             match self.writer_from_file(&path) {
                 Ok(writer) => {
-                    self.by_fingerprint.entry(fingerprint(writer.reader.schema())).or_insert_with(|| Arc::new(writer));
+                    self.by_fingerprint.entry(fingerprint(writer.codec.schema())).or_insert_with(|| Arc::new(writer));
                 }
                 Err(reason) => tracing::warn!(file = %path.display(), %reason, "writer schema left out"),
             }
@@ -220,8 +220,8 @@ impl WireDecoder {
         let schema = Schema::parse_str(text).map_err(|error| format!("not an Avro schema: {error}"))?;
         let topic = self.contract.topic_of(&schema).ok_or("the schema names no topic of the contract")?;
         let resolver = Resolver::new(&self.contract, topic, &schema);
-        let reader = DatumReader::new(schema).map_err(|error| format!("not a usable Avro schema: {error}"))?;
-        Ok(WriterSchema { reader: Arc::new(reader), topic, resolver })
+        let codec = DatumCodec::new(schema).map_err(|error| format!("not a usable Avro schema: {error}"))?;
+        Ok(WriterSchema { codec: Arc::new(codec), topic, resolver })
     }
 
     fn writer_by_schema_id(&mut self, topic: Topic, id: u32) -> Result<Arc<WriterSchema>, WireError> {
