@@ -2,25 +2,44 @@
 //! (S3-FIFO eviction, by `quick_cache`), and what a cache has done: the part
 //! of a document cache that both backends share.
 //!
+//! A cache holds documents as they are served until the first one does not
+//! fit. From then on it holds them as the store does (`stored_bodies`: a
+//! zstd frame made with its kind's dictionary, a fraction of the
+//! document's size) and decompresses one each time it is served; it drops
+//! what it held, so every entry is held one way. So a registry whose
+//! documents fit the bound is served without decompressing any, and one
+//! larger is held several times over: a decompression costs a good part of
+//! a lookup, but far less than the read of the store that a miss costs.
+//! (Holding only the entries that do not fit as frames would not do: the
+//! eviction keeps the entries it holds longest, and a frame would seldom
+//! displace them.)
+//!
 //! Each backend's cache decides when an entry may be served and when it
 //! must go (`sqlite::document_cache`, `scylla::document_cache`); this module
 //! only holds entries and counts, and must not decide either.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use quick_cache::sync::Cache;
 use quick_cache::{Equivalent, Weighter};
 
 use crate::documents::DocumentKind;
+use crate::records::StoreError;
 use crate::store::{Body, DocumentCacheStatistics};
+use crate::stored_bodies;
 
 /// Memory an entry takes beside its key and body (map slot, allocations).
 const ENTRY_OVERHEAD_BYTES: u64 = 64;
 
-/// Documents held in memory.
+/// Documents held in memory, as they are served until one did not fit,
+/// then as stored.
 #[derive(Debug)]
 pub(crate) struct CachedDocuments {
-    entries: Cache<CachedDocument, Body, BodyWeight>,
+    entries: Cache<CachedDocument, Arc<[u8]>, BodyWeight>,
+    capacity_bytes: u64,
+    /// Set once a document did not fit as served.
+    holds_stored: AtomicBool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -46,25 +65,46 @@ impl Equivalent<CachedDocument> for DocumentLookup<'_> {
 #[derive(Debug, Clone, Copy)]
 struct BodyWeight;
 
-impl Weighter<CachedDocument, Body> for BodyWeight {
-    fn weight(&self, cached: &CachedDocument, body: &Body) -> u64 {
-        (cached.key.len() + body.len()) as u64 + ENTRY_OVERHEAD_BYTES
+impl Weighter<CachedDocument, Arc<[u8]>> for BodyWeight {
+    fn weight(&self, cached: &CachedDocument, held: &Arc<[u8]>) -> u64 {
+        entry_weight(&cached.key, held)
     }
+}
+
+fn entry_weight(key: &str, held: &[u8]) -> u64 {
+    (key.len() + held.len()) as u64 + ENTRY_OVERHEAD_BYTES
 }
 
 impl CachedDocuments {
     /// Room for `capacity_bytes` of keys and bodies.
     pub(crate) fn new(capacity_bytes: u64) -> CachedDocuments {
         let estimated_entries = usize::try_from(capacity_bytes / 2_048).unwrap_or(usize::MAX).max(16);
-        CachedDocuments { entries: Cache::with_weighter(estimated_entries, capacity_bytes, BodyWeight) }
+        CachedDocuments {
+            entries: Cache::with_weighter(estimated_entries, capacity_bytes, BodyWeight),
+            capacity_bytes,
+            holds_stored: AtomicBool::new(false),
+        }
     }
 
-    pub(crate) fn get(&self, kind: DocumentKind, key: &str) -> Option<Body> {
-        self.entries.get(&DocumentLookup { kind, key })
+    /// The document held for `kind` and `key`, as it is served. A body is
+    /// never a zstd frame (`stored_bodies`), so what is held says which way
+    /// it was held.
+    pub(crate) fn get(&self, kind: DocumentKind, key: &str) -> Option<Result<Body, StoreError>> {
+        let held = self.entries.get(&DocumentLookup { kind, key })?;
+        Some(stored_bodies::decompress_borrowed(&held))
     }
 
-    pub(crate) fn keep(&self, kind: DocumentKind, key: &str, body: &Body) {
-        self.entries.insert(CachedDocument { kind, key: key.into() }, body.clone());
+    /// Holds the document `body`, which the store holds as `stored`.
+    pub(crate) fn keep(&self, kind: DocumentKind, key: &str, body: &[u8], stored: &[u8]) {
+        let mut held = stored;
+        if !self.holds_stored.load(Ordering::Relaxed) {
+            if self.entries.weight() + entry_weight(key, body) <= self.capacity_bytes {
+                held = body;
+            } else if !self.holds_stored.swap(true, Ordering::Relaxed) {
+                self.entries.clear();
+            }
+        }
+        self.entries.insert(CachedDocument { kind, key: key.into() }, Arc::from(held));
     }
 
     /// Drops every kind of document of `key`.
@@ -114,5 +154,66 @@ impl DocumentCacheCounters {
             resets: self.resets.load(Ordering::Relaxed),
             bytes,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stored_bodies::{BodyKind, compress};
+
+    /// A rights profile's body and its stored frame.
+    fn profile(id: &str) -> (Vec<u8>, Vec<u8>) {
+        let holders: Vec<String> = (0..8)
+            .map(|holder| {
+                format!(r#"{{"partyId":"PTY-{holder:08}","name":"Holder {holder}","role":"composer","share":12.5}}"#)
+            })
+            .collect();
+        let body = format!(
+            r#"{{"lccId":"{id}","title":"Title of {id}","status":"published","openForLicensing":true,"holders":[{}]}}"#,
+            holders.join(",")
+        )
+        .into_bytes();
+        let stored = compress(BodyKind::RightsProfile, &body).expect("compress");
+        (body, stored)
+    }
+
+    /// Keeps `count` profiles and returns how many are held, checking that
+    /// each held one is served as written.
+    fn keep_and_count(cache: &CachedDocuments, count: usize) -> usize {
+        let ids: Vec<String> = (0..count).map(|number| format!("LCC-{number:010}")).collect();
+        for id in &ids {
+            let (body, stored) = profile(id);
+            cache.keep(DocumentKind::RightsProfile, id, &body, &stored);
+        }
+        ids.iter()
+            .filter(|id| {
+                let served = cache.get(DocumentKind::RightsProfile, id);
+                served.inspect(|served| assert_eq!(served.as_ref().expect("readable"), &profile(id).0)).is_some()
+            })
+            .count()
+    }
+
+    #[test]
+    fn documents_that_fit_are_held_as_served() {
+        let cache = CachedDocuments::new(1 << 20);
+        assert_eq!(keep_and_count(&cache, 100), 100);
+        assert!(!cache.holds_stored.load(Ordering::Relaxed));
+        let (body, _) = profile("LCC-0000000000");
+        assert_eq!(cache.bytes(), 100 * entry_weight("LCC-0000000000", &body), "each held as served");
+        assert!(cache.get(DocumentKind::Verification, "LCC-0000000000").is_none(), "another kind");
+    }
+
+    #[test]
+    fn once_one_does_not_fit_documents_are_held_as_stored() {
+        let capacity = 64 * 1024;
+        let cache = CachedDocuments::new(capacity);
+        let held = keep_and_count(&cache, 2_000);
+        assert!(cache.holds_stored.load(Ordering::Relaxed));
+        assert!(cache.bytes() <= capacity);
+        let (body, stored) = profile("LCC-0000000000");
+        assert!(stored.len() < body.len() / 2);
+        let as_served = usize::try_from(capacity / entry_weight("LCC-0000000000", &body)).expect("small");
+        assert!(held > 2 * as_served, "{held} documents held, where {as_served} fit as served");
     }
 }

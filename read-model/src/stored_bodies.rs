@@ -143,13 +143,25 @@ pub fn decompress(stored: Vec<u8>) -> Result<Vec<u8>, StoreError> {
     if !stored.starts_with(&FRAME_MAGIC) {
         return Ok(stored);
     }
+    decompress_frame(&stored)
+}
+
+/// [`decompress`] of a stored value that stays where it is (a cached one).
+pub fn decompress_borrowed(stored: &[u8]) -> Result<Vec<u8>, StoreError> {
+    if !stored.starts_with(&FRAME_MAGIC) {
+        return Ok(stored.to_vec());
+    }
+    decompress_frame(stored)
+}
+
+fn decompress_frame(stored: &[u8]) -> Result<Vec<u8>, StoreError> {
     let corrupt = |what: &str| StoreError::Corrupt(format!("a stored body {what}"));
-    let id = zstd::zstd_safe::get_dict_id_from_frame(&stored).map_or(0, std::num::NonZeroU32::get);
+    let id = zstd::zstd_safe::get_dict_id_from_frame(stored).map_or(0, std::num::NonZeroU32::get);
     let dictionary = DICTIONARIES
         .iter()
         .find(|dictionary| dictionary.id == id)
         .ok_or_else(|| corrupt(&format!("names dictionary {id}, which this program does not have")))?;
-    let size = match zstd::zstd_safe::get_frame_content_size(&stored) {
+    let size = match zstd::zstd_safe::get_frame_content_size(stored) {
         Ok(Some(size)) if size <= LARGEST_BODY => size,
         _ => return Err(corrupt("has no size, or too large a one")),
     };
@@ -163,7 +175,7 @@ pub fn decompress(stored: Vec<u8>) -> Result<Vec<u8>, StoreError> {
             .set_prepared_dictionary(&dictionary.decoder)
             .map_err(|error| corrupt(&format!("cannot be read: {error}")))?;
         let capacity = usize::try_from(size).unwrap_or(usize::MAX);
-        decompressor.decompress(&stored, capacity).map_err(|error| corrupt(&format!("does not decompress: {error}")))
+        decompressor.decompress(stored, capacity).map_err(|error| corrupt(&format!("does not decompress: {error}")))
     })
 }
 
@@ -185,6 +197,7 @@ mod tests {
         for kind in BodyKind::ALL {
             let stored = compress(kind, body).expect("compress");
             assert!(stored.starts_with(&FRAME_MAGIC));
+            assert_eq!(decompress_borrowed(&stored).expect("decompress"), body, "{kind:?}");
             assert_eq!(decompress(stored).expect("decompress"), body, "{kind:?}");
         }
         let profile = br#"{"lccId":"LCC-1","title":"Title of LCC-1","iswc":null,"isrcs":[],"status":"published","openForLicensing":true,"holders":[]}"#;
@@ -194,6 +207,7 @@ mod tests {
     #[test]
     fn a_body_stored_before_compression_reads_as_it_is() {
         assert_eq!(decompress(b"{\"a\":1}".to_vec()).expect("read"), b"{\"a\":1}");
+        assert_eq!(decompress_borrowed(b"{\"a\":1}").expect("read"), b"{\"a\":1}");
         assert_eq!(decompress(Vec::new()).expect("read"), b"");
     }
 

@@ -44,6 +44,7 @@ use crate::documents::DocumentKind;
 use crate::identifiers::Audience;
 use crate::notifications::{NotificationQuery, NotificationsRead};
 use crate::store::{Body, ModelVersion, StoreError};
+use crate::stored_bodies;
 
 /// How long the entries are served after a refresh before the next one.
 pub const REFRESH_INTERVAL: Duration = Duration::from_millis(100);
@@ -151,19 +152,18 @@ impl DocumentCache {
         }
         if let Some(body) = self.entries.get(kind, key) {
             self.counters.hit();
-            return Ok(Some(body));
+            return body.map(Some);
         }
         self.counters.miss();
         let generation = *self.generation.read().unwrap_or_else(PoisonError::into_inner);
-        let body = sources.reads.document(kind, key).await?;
-        if let Some(body) = &body {
-            // Held while inserting, so no refresh can drop anything in between.
-            let current = self.generation.read().unwrap_or_else(PoisonError::into_inner);
-            if *current == generation {
-                self.entries.keep(kind, key, body);
-            }
+        let Some(stored) = sources.reads.stored_document(kind, key).await? else { return Ok(None) };
+        let body = stored_bodies::decompress_borrowed(&stored)?;
+        // Held while inserting, so no refresh can drop anything in between.
+        let current = self.generation.read().unwrap_or_else(PoisonError::into_inner);
+        if *current == generation {
+            self.entries.keep(kind, key, &body, &stored);
         }
-        Ok(body)
+        Ok(Some(body))
     }
 
     /// Drops the documents of `keys`, which this process has just written.

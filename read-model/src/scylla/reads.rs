@@ -30,9 +30,14 @@ pub(super) struct VersionReads<'a> {
 
 impl VersionReads<'_> {
     pub(super) async fn document(&self, kind: DocumentKind, key: &str) -> Result<Option<Body>, StoreError> {
+        self.stored_document(kind, key).await?.map(stored_bodies::decompress).transpose()
+    }
+
+    /// A document as stored (see `stored_bodies`), for a cache that holds it so.
+    pub(super) async fn stored_document(&self, kind: DocumentKind, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
         let statement = self.statements.get(ModelStatement::SelectDocument(kind))?;
         let rows: Vec<(Vec<u8>,)> = select(self.session, statement, (key,)).await?;
-        rows.into_iter().next().map(|(body,)| stored_bodies::decompress(body)).transpose()
+        Ok(rows.into_iter().next().map(|(stored,)| stored))
     }
 
     pub(super) async fn provenance(&self, lcc_id: &str) -> Result<Vec<Body>, StoreError> {

@@ -37,6 +37,7 @@ use crate::cached_documents::{CachedDocuments, DocumentCacheCounters};
 use crate::clock::Clock;
 use crate::documents::DocumentKind;
 use crate::store::{Body, StoreError};
+use crate::stored_bodies;
 
 /// Pending batch records above which dropping everything is cheaper than
 /// dropping their keys one by one.
@@ -107,16 +108,16 @@ impl DocumentCache {
         }
         if let Some(body) = self.entries.get(kind, key) {
             self.counters.hit();
-            return Ok(Some(body));
+            return body.map(Some);
         }
         self.counters.miss();
-        let (body, read_at) = readers.with(|connection| {
-            Ok((reads::document(connection, kind, key)?, reads::latest_document_change(connection)?))
+        let (stored, read_at) = readers.with(|connection| {
+            Ok((reads::stored_document(connection, kind, key)?, reads::latest_document_change(connection)?))
         })?;
-        if let Some(body) = &body {
-            self.keep(kind, key, body, read_at);
-        }
-        Ok(body)
+        let Some(stored) = stored else { return Ok(None) };
+        let body = stored_bodies::decompress_borrowed(&stored)?;
+        self.keep(kind, key, &body, &stored, read_at);
+        Ok(Some(body))
     }
 
     /// The bytes held, keys and bodies.
@@ -133,13 +134,14 @@ impl DocumentCache {
             && self.now() < self.fresh_until.load(Ordering::Acquire)
     }
 
-    /// Keeps a document read from a snapshot that had seen change record
-    /// `read_at`, unless a newer record has been applied since.
-    fn keep(&self, kind: DocumentKind, key: &str, body: &Body, read_at: i64) {
+    /// Keeps a document (`body`, stored as `stored`) read from a snapshot
+    /// that had seen change record `read_at`, unless a newer record has
+    /// been applied since.
+    fn keep(&self, kind: DocumentKind, key: &str, body: &[u8], stored: &[u8], read_at: i64) {
         // Held while inserting, so no refresh can apply a record in between.
         let applied_through = self.applied_through.read().unwrap_or_else(PoisonError::into_inner);
         if *applied_through != NOTHING_APPLIED && read_at >= *applied_through {
-            self.entries.keep(kind, key, body);
+            self.entries.keep(kind, key, body, stored);
         }
     }
 

@@ -26,12 +26,21 @@ fn select_document(kind: DocumentKind) -> &'static str {
 }
 
 pub(super) fn document(connection: &Connection, kind: DocumentKind, key: &str) -> Result<Option<Body>, StoreError> {
+    stored_document(connection, kind, key)?.map(stored_bodies::decompress).transpose()
+}
+
+/// A document as stored (see `stored_bodies`), for a cache that holds it so.
+pub(super) fn stored_document(
+    connection: &Connection,
+    kind: DocumentKind,
+    key: &str,
+) -> Result<Option<Vec<u8>>, StoreError> {
     // A work's row holds NULL for a kind it has no document of.
-    let body: Option<Option<Body>> = connection
+    let stored: Option<Option<Vec<u8>>> = connection
         .prepare_cached(select_document(kind))
         .and_then(|mut statement| statement.query_row([key], |row| row.get(0)).optional())
         .map_err(from_sqlite)?;
-    body.flatten().map(stored_bodies::decompress).transpose()
+    Ok(stored.flatten())
 }
 
 pub(super) fn provenance(connection: &Connection, lcc_id: &str) -> Result<Vec<Body>, StoreError> {
