@@ -2,8 +2,8 @@
 //! (S3-FIFO eviction, by `quick_cache`), and what a cache has done: the part
 //! of a document cache that both backends share.
 //!
-//! A cache holds documents as they are served until the first one does not
-//! fit. From then on it holds them as the store does (`stored_bodies`: a
+//! A cache holds documents as they are served until it first evicts one to
+//! make room. From then on it holds them as the store does (`stored_bodies`: a
 //! zstd frame made with its kind's dictionary, a fraction of the
 //! document's size) and decompresses one each time it is served; it drops
 //! what it held, so every entry is held one way. So a registry whose
@@ -12,7 +12,9 @@
 //! a lookup, but far less than the read of the store that a miss costs.
 //! (Holding only the entries that do not fit as frames would not do: the
 //! eviction keeps the entries it holds longest, and a frame would seldom
-//! displace them.)
+//! displace them. Nor would comparing the bytes held with the bound: the
+//! cache is sharded, each shard evicts within its own part of the bound,
+//! and the shards together seldom come within one document of the whole.)
 //!
 //! Each backend's cache decides when an entry may be served and when it
 //! must go (`sqlite::document_cache`, `scylla::document_cache`); this module
@@ -22,7 +24,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use quick_cache::sync::Cache;
-use quick_cache::{Equivalent, Weighter};
+use quick_cache::{DefaultHashBuilder, Equivalent, Lifecycle, Weighter};
 
 use crate::documents::DocumentKind;
 use crate::records::StoreError;
@@ -32,14 +34,27 @@ use crate::stored_bodies;
 /// Memory an entry takes beside its key and body (map slot, allocations).
 const ENTRY_OVERHEAD_BYTES: u64 = 64;
 
-/// Documents held in memory, as they are served until one did not fit,
+/// Documents held in memory, as they are served until one was evicted,
 /// then as stored.
 #[derive(Debug)]
 pub(crate) struct CachedDocuments {
-    entries: Cache<CachedDocument, Arc<[u8]>, BodyWeight>,
-    capacity_bytes: u64,
-    /// Set once a document did not fit as served.
+    entries: Cache<CachedDocument, Arc<[u8]>, BodyWeight, DefaultHashBuilder, NoteEvictions>,
+    /// Set by the cache when it first evicts a document.
+    evicted: Arc<AtomicBool>,
+    /// Set once the cache has switched to holding documents as stored.
     holds_stored: AtomicBool,
+}
+
+/// Tells [`CachedDocuments`] that its cache has evicted a document: it is full.
+#[derive(Debug, Clone)]
+struct NoteEvictions(Arc<AtomicBool>);
+
+impl Lifecycle<CachedDocument, Arc<[u8]>> for NoteEvictions {
+    type RequestState = ();
+
+    fn on_evict(&self, _state: &mut (), _key: CachedDocument, _held: Arc<[u8]>) {
+        self.0.store(true, Ordering::Relaxed);
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -79,9 +94,17 @@ impl CachedDocuments {
     /// Room for `capacity_bytes` of keys and bodies.
     pub(crate) fn new(capacity_bytes: u64) -> CachedDocuments {
         let estimated_entries = usize::try_from(capacity_bytes / 2_048).unwrap_or(usize::MAX).max(16);
+        let evicted = Arc::new(AtomicBool::new(false));
+        let lifecycle = NoteEvictions(Arc::clone(&evicted));
         CachedDocuments {
-            entries: Cache::with_weighter(estimated_entries, capacity_bytes, BodyWeight),
-            capacity_bytes,
+            entries: Cache::with(
+                estimated_entries,
+                capacity_bytes,
+                BodyWeight,
+                DefaultHashBuilder::default(),
+                lifecycle,
+            ),
+            evicted,
             holds_stored: AtomicBool::new(false),
         }
     }
@@ -96,14 +119,10 @@ impl CachedDocuments {
 
     /// Holds the document `body`, which the store holds as `stored`.
     pub(crate) fn keep(&self, kind: DocumentKind, key: &str, body: &[u8], stored: &[u8]) {
-        let mut held = stored;
-        if !self.holds_stored.load(Ordering::Relaxed) {
-            if self.entries.weight() + entry_weight(key, body) <= self.capacity_bytes {
-                held = body;
-            } else if !self.holds_stored.swap(true, Ordering::Relaxed) {
-                self.entries.clear();
-            }
+        if self.evicted.load(Ordering::Relaxed) && !self.holds_stored.swap(true, Ordering::Relaxed) {
+            self.entries.clear();
         }
+        let held = if self.holds_stored.load(Ordering::Relaxed) { stored } else { body };
         self.entries.insert(CachedDocument { kind, key: key.into() }, Arc::from(held));
     }
 
@@ -205,10 +224,11 @@ mod tests {
     }
 
     #[test]
-    fn once_one_does_not_fit_documents_are_held_as_stored() {
-        let capacity = 64 * 1024;
+    fn once_one_is_evicted_documents_are_held_as_stored() {
+        // Large enough to be sharded as the default bound is.
+        let capacity = 4 << 20;
         let cache = CachedDocuments::new(capacity);
-        let held = keep_and_count(&cache, 2_000);
+        let held = keep_and_count(&cache, 20_000);
         assert!(cache.holds_stored.load(Ordering::Relaxed));
         assert!(cache.bytes() <= capacity);
         let (body, stored) = profile("LCC-0000000000");
