@@ -56,6 +56,7 @@ struct DocumentCacheMetrics {
     misses: IntCounter,
     resets: IntCounter,
     bytes: IntGauge,
+    holds_stored: IntGauge,
     /// Held while the series catch up, so two scrapes at once add each increase once.
     catching_up: Mutex<()>,
 }
@@ -91,6 +92,10 @@ impl Metrics {
                 "Times the document cache was emptied, having fallen behind the projector's batches.",
             )?,
             bytes: IntGauge::new("lcc_document_cache_bytes", "Bytes of documents held in memory.")?,
+            holds_stored: IntGauge::new(
+                "lcc_document_cache_holds_stored",
+                "1 once the document cache, having been full, holds documents compressed as stored; 0 while it holds them as served.",
+            )?,
             catching_up: Mutex::new(()),
         };
         let connections_open = IntGauge::new("lcc_http_connections_open", "Connections the public listener holds.")?;
@@ -124,6 +129,7 @@ impl Metrics {
         registry.register(Box::new(document_cache.misses.clone()))?;
         registry.register(Box::new(document_cache.resets.clone()))?;
         registry.register(Box::new(document_cache.bytes.clone()))?;
+        registry.register(Box::new(document_cache.holds_stored.clone()))?;
         registry.register(Box::new(connections_open.clone()))?;
         registry.register(Box::new(connections_refused.clone()))?;
         registry.register(Box::new(webhook_attempts.clone()))?;
@@ -179,6 +185,7 @@ impl Metrics {
             counter.inc_by(total.saturating_sub(counter.get()));
         }
         metrics.bytes.set(i64::try_from(statistics.bytes).unwrap_or(i64::MAX));
+        metrics.holds_stored.set(i64::from(statistics.holds_stored));
     }
 
     /// The text exposition format.
@@ -244,14 +251,21 @@ mod tests {
     #[test]
     fn document_cache_series_follow_the_store_counters_without_counting_twice() {
         let metrics = Metrics::new().expect("metrics");
-        let statistics = DocumentCacheStatistics { hits: 7, misses: 3, resets: 1, bytes: 4_096 };
+        let statistics = DocumentCacheStatistics { hits: 7, misses: 3, resets: 1, bytes: 4_096, holds_stored: false };
         metrics.record_document_cache(statistics);
+        assert_eq!(series(&metrics.render(), "lcc_document_cache_holds_stored").as_deref(), Some("0"));
         metrics.record_document_cache(statistics);
-        metrics.record_document_cache(DocumentCacheStatistics { hits: 9, bytes: 2_048, ..statistics });
+        metrics.record_document_cache(DocumentCacheStatistics {
+            hits: 9,
+            bytes: 2_048,
+            holds_stored: true,
+            ..statistics
+        });
         let rendered = metrics.render();
         assert_eq!(series(&rendered, "lcc_document_cache_hits_total").as_deref(), Some("9"));
         assert_eq!(series(&rendered, "lcc_document_cache_misses_total").as_deref(), Some("3"));
         assert_eq!(series(&rendered, "lcc_document_cache_resets_total").as_deref(), Some("1"));
         assert_eq!(series(&rendered, "lcc_document_cache_bytes").as_deref(), Some("2048"));
+        assert_eq!(series(&rendered, "lcc_document_cache_holds_stored").as_deref(), Some("1"));
     }
 }

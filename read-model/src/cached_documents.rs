@@ -165,13 +165,15 @@ impl DocumentCacheCounters {
         self.resets.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// The counters, with `bytes` held by the cache being read now.
-    pub(crate) fn statistics(&self, bytes: u64) -> DocumentCacheStatistics {
+    /// The counters, with what the cache being read now holds (nothing
+    /// when there is none yet).
+    pub(crate) fn statistics(&self, held: Option<&CachedDocuments>) -> DocumentCacheStatistics {
         DocumentCacheStatistics {
             hits: self.hits.load(Ordering::Relaxed),
             misses: self.misses.load(Ordering::Relaxed),
             resets: self.resets.load(Ordering::Relaxed),
-            bytes,
+            bytes: held.map_or(0, CachedDocuments::bytes),
+            holds_stored: held.is_some_and(|cache| cache.holds_stored.load(Ordering::Relaxed)),
         }
     }
 }
@@ -217,9 +219,10 @@ mod tests {
     fn documents_that_fit_are_held_as_served() {
         let cache = CachedDocuments::new(1 << 20);
         assert_eq!(keep_and_count(&cache, 100), 100);
-        assert!(!cache.holds_stored.load(Ordering::Relaxed));
+        let statistics = DocumentCacheCounters::default().statistics(Some(&cache));
+        assert!(!statistics.holds_stored);
         let (body, _) = profile("LCC-0000000000");
-        assert_eq!(cache.bytes(), 100 * entry_weight("LCC-0000000000", &body), "each held as served");
+        assert_eq!(statistics.bytes, 100 * entry_weight("LCC-0000000000", &body), "each held as served");
         assert!(cache.get(DocumentKind::Verification, "LCC-0000000000").is_none(), "another kind");
     }
 
@@ -229,8 +232,9 @@ mod tests {
         let capacity = 4 << 20;
         let cache = CachedDocuments::new(capacity);
         let held = keep_and_count(&cache, 20_000);
-        assert!(cache.holds_stored.load(Ordering::Relaxed));
-        assert!(cache.bytes() <= capacity);
+        let statistics = DocumentCacheCounters::default().statistics(Some(&cache));
+        assert!(statistics.holds_stored);
+        assert!(statistics.bytes <= capacity);
         let (body, stored) = profile("LCC-0000000000");
         assert!(stored.len() < body.len() / 2);
         let as_served = usize::try_from(capacity / entry_weight("LCC-0000000000", &body)).expect("small");

@@ -218,6 +218,9 @@ pub struct DocumentCacheStatistics {
     pub resets: u64,
     /// Bytes held now, keys and bodies.
     pub bytes: u64,
+    /// Whether the cache holds documents as stored (compressed), having
+    /// once been full, rather than as served.
+    pub holds_stored: bool,
 }
 
 /// The projector's access: its own state, and the atomic batch write.

@@ -132,8 +132,9 @@ async fn the_cache_holds_no_more_than_its_bound() {
     for index in 0..500 {
         assert_eq!(read(&stores.api, &format!("LCC-{index}")).await.map(|text| text.len()), Some(1_000));
     }
-    let held = statistics(&stores.api).bytes;
-    assert!(held > 0 && held <= bound, "{held} bytes held against a bound of {bound}");
+    let held = statistics(&stores.api);
+    assert!(held.bytes > 0 && held.bytes <= bound, "{} bytes held against a bound of {bound}", held.bytes);
+    assert!(held.holds_stored, "once full, the cache holds documents as stored");
 }
 
 #[tokio::test]

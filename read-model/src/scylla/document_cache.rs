@@ -134,9 +134,9 @@ impl DocumentCache {
         self.version
     }
 
-    /// The bytes held, keys and bodies.
-    pub(super) fn bytes(&self) -> u64 {
-        self.entries.bytes()
+    /// What the cache holds, for its statistics.
+    pub(super) fn held(&self) -> &CachedDocuments {
+        &self.entries
     }
 
     /// One document: from memory when the cache can vouch for it, else from

@@ -97,13 +97,12 @@ impl DocumentReads for ScyllaStore {
         self.stored_active_version().await?.ok_or(StoreError::NoActiveModelVersion).map(drop)
     }
 
-    /// Counted across versions; the bytes are those the newest version's cache holds.
+    /// Counted across versions; what is held is what the newest version's cache holds.
     fn document_cache_statistics(&self) -> Option<DocumentCacheStatistics> {
         if self.inner.settings.document_cache_bytes == 0 {
             return None;
         }
         let current = self.inner.documents.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let bytes = current.as_ref().map_or(0, |cache| cache.bytes());
-        Some(self.inner.document_cache_counters.statistics(bytes))
+        Some(self.inner.document_cache_counters.statistics(current.as_ref().map(|cache| cache.held())))
     }
 }

@@ -120,9 +120,9 @@ impl DocumentCache {
         Ok(Some(body))
     }
 
-    /// The bytes held, keys and bodies.
-    pub(super) fn bytes(&self) -> u64 {
-        self.entries.bytes()
+    /// What the cache holds, for its statistics.
+    pub(super) fn held(&self) -> &CachedDocuments {
+        &self.entries
     }
 
     fn now(&self) -> u64 {

@@ -102,13 +102,13 @@ impl DocumentReads for SqliteStore {
         self.read_active(|connection| connection.query_row("SELECT 1", [], |_| Ok(())).map_err(from_sqlite))
     }
 
-    /// Counted across versions; the bytes are those the active version's cache holds.
+    /// Counted across versions; what is held is what the active version's cache holds.
     fn document_cache_statistics(&self) -> Option<DocumentCacheStatistics> {
         if self.inner.document_cache_bytes == 0 {
             return None;
         }
         let active = self.active_file().ok();
-        let bytes = active.and_then(|file| file.documents.get().map(DocumentCache::bytes)).unwrap_or(0);
-        Some(self.inner.document_cache_counters.statistics(bytes))
+        let held = active.as_ref().and_then(|file| file.documents.get().map(DocumentCache::held));
+        Some(self.inner.document_cache_counters.statistics(held))
     }
 }

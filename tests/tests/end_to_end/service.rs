@@ -44,6 +44,7 @@ fn the_readme_first_session_works_against_the_real_service() {
         "lcc_build_info{version=",
         "lcc_document_cache_misses_total",
         "lcc_document_cache_bytes",
+        "lcc_document_cache_holds_stored 0",
     ] {
         assert!(metrics.contains(expected), "{expected} missing from:\n{metrics}");
     }
