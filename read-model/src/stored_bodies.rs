@@ -15,10 +15,10 @@
 //! `scripts/train-dictionaries.sh`) and compiled in. Every frame names its
 //! dictionary's id, and a body whose dictionary the program lacks is
 //! refused as corrupt: retraining means keeping the old files beside the
-//! new ones, or rebuilding every store. A body
-//! that is not a zstd frame (stored before compression, or a sandbox
-//! fixture) is read as it is: JSON and the projector's MessagePack states
-//! never begin with the frame's magic number.
+//! new ones, or rebuilding every store. A body that is not a zstd frame (a
+//! short one, one stored before compression, or a sandbox fixture) is read
+//! as it is: JSON and the projector's MessagePack states never begin with
+//! the frame's magic number.
 //!
 //! It must not interpret what it compresses.
 
