@@ -224,6 +224,11 @@ mod tests {
         let (body, _) = profile("LCC-0000000000");
         assert_eq!(statistics.bytes, 100 * entry_weight("LCC-0000000000", &body), "each held as served");
         assert!(cache.get(DocumentKind::Verification, "LCC-0000000000").is_none(), "another kind");
+        cache.keep(DocumentKind::Verification, "LCC-0000000000", b"{\"a\":1}", b"{\"a\":1}");
+        cache.forget("LCC-0000000000");
+        assert!(cache.get(DocumentKind::RightsProfile, "LCC-0000000000").is_none(), "every kind forgotten");
+        assert!(cache.get(DocumentKind::Verification, "LCC-0000000000").is_none(), "every kind forgotten");
+        assert!(cache.get(DocumentKind::RightsProfile, "LCC-0000000001").is_some(), "other keys kept");
     }
 
     #[test]
