@@ -29,8 +29,9 @@ use crate::stored_bodies::{self, BodyKind};
 /// `batch` with its bodies as the store keeps them (see
 /// [`crate::stored_bodies`]): compressed before the write transaction, so
 /// the compression does not hold the write lock. Sandbox fixtures, a few
-/// dozen, stay as they are. Only keys are copied, never a body that
-/// compression replaces: the batch is shared with the next one's overlay.
+/// dozen, stay as they are. Only keys and the short bodies stored as they
+/// are get copied, never a body that compression replaces: the batch is
+/// shared with the next one's overlay.
 pub(super) fn with_stored_bodies(batch: &WriteBatch) -> Result<WriteBatch, StoreError> {
     let compress =
         |kind, body: &Option<Vec<u8>>| body.as_deref().map(|body| stored_bodies::compress(kind, body)).transpose();
