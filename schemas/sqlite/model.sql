@@ -28,7 +28,10 @@ CREATE TABLE IF NOT EXISTS work_documents (
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS license_statuses (id TEXT PRIMARY KEY, body BLOB NOT NULL) WITHOUT ROWID;
 
--- Provenance: one row per applied change of a work, read in key order.
+-- Provenance: the entries one batch writes for a work, as one row keyed by
+-- the first of them (read-model/src/sqlite/provenance_groups.rs); a read
+-- merges a work's rows into its entries in (recorded_at, topic,
+-- aggregate_version) order.
 CREATE TABLE IF NOT EXISTS provenance_entries (
     lcc_id TEXT NOT NULL,
     recorded_at INTEGER NOT NULL,

@@ -131,7 +131,9 @@ pub async fn documents_round_trip_and_delete(store: &dyn Store) {
     }
 }
 
-/// Provenance comes back in (recordedAt, topic, version) order, and rewriting an entry does not duplicate it.
+/// Provenance comes back in (recordedAt, topic, version) order, entries of
+/// later batches among those of earlier ones, and rewriting an entry does
+/// not duplicate it.
 pub async fn provenance_is_ordered_and_rewrites_do_not_duplicate(store: &dyn Store) {
     active_v1(store).await;
     let row = |recorded_at: i64, topic: &str, version: u64| ProvenanceRow {
@@ -147,6 +149,11 @@ pub async fn provenance_is_ordered_and_rewrites_do_not_duplicate(store: &dyn Sto
     };
     store.apply_batch(V1, Arc::new(batch.clone())).await.expect("write");
     store.apply_batch(V1, Arc::new(batch)).await.expect("rewrite");
+    let later =
+        WriteBatch { provenance: vec![row(25, "rights", 2), row(5, "certificates", 1)], ..WriteBatch::default() };
+    store.apply_batch(V1, Arc::new(later)).await.expect("a later batch");
+    let single = WriteBatch { provenance: vec![row(20, "rights", 1)], ..WriteBatch::default() };
+    store.apply_batch(V1, Arc::new(single)).await.expect("one entry again");
     let entries: Vec<String> = store
         .provenance("LCC-1")
         .await
@@ -154,7 +161,8 @@ pub async fn provenance_is_ordered_and_rewrites_do_not_duplicate(store: &dyn Sto
         .into_iter()
         .map(|entry| String::from_utf8(entry).expect("utf-8"))
         .collect();
-    assert_eq!(entries, ["10/works/1", "20/disputes/1", "20/rights/1", "30/works/2"]);
+    let expected = ["5/certificates/1", "10/works/1", "20/disputes/1", "20/rights/1", "25/rights/2", "30/works/2"];
+    assert_eq!(entries, expected);
     assert!(store.provenance("LCC-2").await.expect("read").is_empty());
 }
 

@@ -25,6 +25,7 @@ mod index_entries;
 mod key_order;
 mod notifications;
 mod projection_writes;
+mod provenance_groups;
 mod reader_pool;
 mod reads;
 mod schema;

@@ -8,6 +8,7 @@ use std::collections::BTreeSet;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::errors::from_sqlite;
+use super::provenance_groups;
 use crate::bulk::plan_page;
 use crate::documents::DocumentKind;
 use crate::identifiers::Audience;
@@ -43,15 +44,21 @@ pub(super) fn stored_document(
     Ok(stored.flatten())
 }
 
+/// A work's provenance entries, oldest first, from its rows (see [`provenance_groups`]).
 pub(super) fn provenance(connection: &Connection, lcc_id: &str) -> Result<Vec<Body>, StoreError> {
     let mut statement = connection
-        .prepare_cached(
-            "SELECT body FROM provenance_entries WHERE lcc_id = ?1 \
-             ORDER BY recorded_at, topic, aggregate_version",
-        )
+        .prepare_cached("SELECT recorded_at, topic, aggregate_version, body FROM provenance_entries WHERE lcc_id = ?1")
         .map_err(from_sqlite)?;
-    let rows = statement.query_map([lcc_id], |row| row.get(0)).map_err(from_sqlite)?;
-    rows.map(|row| stored_bodies::decompress(row.map_err(from_sqlite)?)).collect()
+    let rows = statement
+        .query_map([lcc_id], |row| Ok(((row.get(0)?, row.get(1)?, row.get::<_, i64>(2)? as u64), row.get(3)?)))
+        .map_err(from_sqlite)?;
+    let rows = rows
+        .map(|row| {
+            let (key, stored) = row.map_err(from_sqlite)?;
+            Ok((key, stored_bodies::decompress(stored)?))
+        })
+        .collect::<Result<Vec<_>, StoreError>>()?;
+    provenance_groups::entries(rows)
 }
 
 pub(super) fn works_by_identifier(

@@ -36,8 +36,12 @@ const REVISION_6_TABLES: [&str; 2] = ["work_documents", "license_statuses"];
 /// revision 5 adds the notifications (created empty by the DDL: the
 /// notifications of a file's past are not recorded); revision 6 keeps the
 /// documents WITHOUT ROWID too; revision 7 adds the deferred index entries
-/// (created empty by the DDL), which a program of revision 6 would not read.
-const SCHEMA_REVISION: i64 = 7;
+/// (created empty by the DDL), which a program of revision 6 would not read;
+/// revision 8 keeps a batch's provenance entries of a work in one row (see
+/// `provenance_groups`), which a program of revision 7 would serve as one
+/// entry, while the rows of one entry that files of revision 7 hold are
+/// read as they are.
+const SCHEMA_REVISION: i64 = 8;
 
 pub(super) fn migrate_catalog(connection: &mut Connection) -> Result<(), StoreError> {
     migrate(connection, CATALOG_DDL, &[])
@@ -351,6 +355,21 @@ mod tests {
         connection
             .execute("INSERT INTO work_documents (id, metadata) VALUES ('LCC-2', CAST('again' AS BLOB))", [])
             .expect_err("the key stays unique");
+    }
+
+    #[test]
+    fn a_revision_7_model_keeps_its_provenance_of_one_entry_a_row_when_upgraded() {
+        let mut connection = in_memory_model();
+        connection
+            .execute_batch(
+                "INSERT INTO provenance_entries VALUES ('LCC-1', 20, 'rights', 1, CAST('{\"entry\":2}' AS BLOB));
+                 INSERT INTO provenance_entries VALUES ('LCC-1', 10, 'works', 1, CAST('{\"entry\":1}' AS BLOB));
+                 PRAGMA user_version = 7;",
+            )
+            .expect("revision 7");
+        upgrade(&mut connection);
+        let entries = reads::provenance(&connection, "LCC-1").expect("read");
+        assert_eq!(entries, [br#"{"entry":1}"#.to_vec(), br#"{"entry":2}"#.to_vec()]);
     }
 
     #[test]

@@ -15,6 +15,7 @@ use super::errors::from_sqlite;
 use super::index_entries;
 use super::key_order::in_key_order;
 use super::notifications;
+use super::provenance_groups;
 use super::version_files::Writer;
 use super::work_rows::WorkRowWriter;
 use super::{reads, schema, state_reads};
@@ -27,11 +28,12 @@ use crate::store::{
 use crate::stored_bodies::{self, BodyKind};
 
 /// `batch` with its bodies as the store keeps them (see
-/// [`crate::stored_bodies`]): compressed before the write transaction, so
+/// [`crate::stored_bodies`]), a work's provenance entries as one row (see
+/// [`provenance_groups`]): compressed before the write transaction, so
 /// the compression does not hold the write lock. Sandbox fixtures, a few
-/// dozen, stay as they are. Only keys and the short bodies stored as they
-/// are get copied, never a body that compression replaces: the batch is
-/// shared with the next one's overlay.
+/// dozen, stay as they are. Only keys, the short bodies stored as they are
+/// and provenance entries (into their rows) get copied, never a body that
+/// compression replaces: the batch is shared with the next one's overlay.
 pub(super) fn with_stored_bodies(batch: &WriteBatch) -> Result<WriteBatch, StoreError> {
     let compress =
         |kind, body: &Option<Vec<u8>>| body.as_deref().map(|body| stored_bodies::compress(kind, body)).transpose();
@@ -48,18 +50,9 @@ pub(super) fn with_stored_bodies(batch: &WriteBatch) -> Result<WriteBatch, Store
                 })
             })
             .collect::<Result<_, StoreError>>()?,
-        provenance: batch
-            .provenance
-            .iter()
-            .map(|row| {
-                Ok(ProvenanceRow {
-                    lcc_id: row.lcc_id.clone(),
-                    recorded_at: row.recorded_at,
-                    topic: row.topic.clone(),
-                    aggregate_version: row.aggregate_version,
-                    body: stored_bodies::compress(BodyKind::Provenance, &row.body)?,
-                })
-            })
+        provenance: provenance_groups::group(&batch.provenance)
+            .into_iter()
+            .map(|row| Ok(ProvenanceRow { body: stored_bodies::compress(BodyKind::Provenance, &row.body)?, ..row }))
             .collect::<Result<_, StoreError>>()?,
         bulk_rows: batch
             .bulk_rows
