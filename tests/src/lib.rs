@@ -8,6 +8,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use projector::generate::{GenerateOptions, Manifest, generate};
+use read_model::sqlite::{ProvenanceKey, provenance_entries};
 use rusqlite::types::ValueRef;
 
 pub mod balancer;
@@ -223,10 +224,11 @@ pub fn following_projector_command(events: &Path, data: &(impl TestStore + ?Size
 }
 
 /// Every row of every document and state table of model version 1, in a
-/// canonical order: equal dumps mean byte-identical documents. Checkpoints
-/// are left out, since they name the source, and so are the per-batch
-/// change records, the change feed and the notifications, which follow
-/// batch boundaries and commit times.
+/// canonical order: equal dumps mean byte-identical documents. Provenance
+/// is dumped entry by entry (see `provenance_dump`). Checkpoints are left
+/// out, since they name the source, and so are the per-batch change
+/// records, the change feed and the notifications, which follow batch
+/// boundaries and commit times.
 pub fn dump_documents(data: &Path) -> BTreeMap<String, Vec<String>> {
     dump_model_version(data, 1)
 }
@@ -251,6 +253,10 @@ pub fn dump_model_version(data: &Path, version: u32) -> BTreeMap<String, Vec<Str
         .expect("names");
     let mut dump = BTreeMap::new();
     for table in tables {
+        if table == "provenance_entries" {
+            dump.insert(table, provenance_dump(&connection));
+            continue;
+        }
         let mut statement = connection.prepare(&format!("SELECT * FROM {table}")).expect("select");
         let columns = statement.column_count();
         let mut rows: Vec<String> = statement
@@ -274,6 +280,28 @@ pub fn dump_model_version(data: &Path, version: u32) -> BTreeMap<String, Vec<Str
         rows.retain(|row| !row.starts_with("notified-"));
         rows.sort();
         dump.insert(table, rows);
+    }
+    dump
+}
+
+/// Every work's provenance entries as the store serves them, one row each:
+/// the rows that hold them follow batch boundaries (a batch's entries of a
+/// work share one), so two stores of the same events hold different rows.
+fn provenance_dump(connection: &rusqlite::Connection) -> Vec<String> {
+    let mut statement = connection
+        .prepare("SELECT lcc_id, recorded_at, topic, aggregate_version, body FROM provenance_entries ORDER BY lcc_id")
+        .expect("select provenance");
+    let rows: Vec<(String, ProvenanceKey, Vec<u8>)> = statement
+        .query_map([], |row| Ok((row.get(0)?, (row.get(1)?, row.get(2)?, row.get::<_, i64>(3)? as u64), row.get(4)?)))
+        .expect("provenance rows")
+        .collect::<Result<_, _>>()
+        .expect("provenance row values");
+    let mut dump = Vec::new();
+    for work in rows.chunk_by(|left, right| left.0 == right.0) {
+        let stored = work.iter().map(|(_, key, body)| (key.clone(), body.clone()));
+        for entry in provenance_entries(stored).expect("a work's provenance reads") {
+            dump.push(format!("{} | {}", work[0].0, String::from_utf8_lossy(&entry)));
+        }
     }
     dump
 }

@@ -42,6 +42,8 @@ use std::sync::{Arc, Mutex};
 
 use rusqlite::Connection;
 
+pub use self::provenance_groups::{ProvenanceKey, provenance_entries};
+
 use self::api_keys::ApiKeyFile;
 use self::connections::{PageAccess, open_writer};
 use self::reader_pool::ReaderPool;

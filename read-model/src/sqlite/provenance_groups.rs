@@ -29,13 +29,14 @@
 
 use crate::records::{Body, StoreError};
 use crate::store::ProvenanceRow;
+use crate::stored_bodies;
 
 /// The first byte of a group.
 const GROUP_MARKER: u8 = 0;
 
 /// What orders a work's entries: recorded at (milliseconds since the
 /// epoch), topic, aggregate version.
-pub(super) type EntryKey = (i64, String, u64);
+pub type ProvenanceKey = (i64, String, u64);
 
 /// `rows` (the entries of a batch, in any order) as the rows to store: one
 /// per work, keyed by its first entry, its entries in key order.
@@ -62,9 +63,22 @@ pub(super) fn group(rows: &[ProvenanceRow]) -> Vec<ProvenanceRow> {
         .collect()
 }
 
+/// A work's entries, oldest first, as the store serves them, from its rows
+/// as a model file holds them: each row's key and stored body (see
+/// [`crate::stored_bodies`]). Public for programs that read a model file
+/// directly: the end-to-end tests compare stores entry by entry, since two
+/// stores of the same events group them by their own batches.
+pub fn provenance_entries(rows: impl IntoIterator<Item = (ProvenanceKey, Vec<u8>)>) -> Result<Vec<Body>, StoreError> {
+    let rows = rows
+        .into_iter()
+        .map(|(key, stored)| Ok((key, stored_bodies::decompress(stored)?)))
+        .collect::<Result<Vec<_>, StoreError>>()?;
+    entries(rows)
+}
+
 /// A work's entries, oldest first, from its rows as read: each row's key
 /// and its body as stored before compression.
-pub(super) fn entries(rows: impl IntoIterator<Item = (EntryKey, Body)>) -> Result<Vec<Body>, StoreError> {
+fn entries(rows: impl IntoIterator<Item = (ProvenanceKey, Body)>) -> Result<Vec<Body>, StoreError> {
     let mut entries = Vec::new();
     for (key, body) in rows {
         if body.first() == Some(&GROUP_MARKER) {
@@ -101,7 +115,7 @@ fn encode(entries: &[&ProvenanceRow]) -> Body {
 }
 
 /// Appends the entries of `group` to `entries`.
-fn decode(group: &[u8], entries: &mut Vec<(EntryKey, Body)>) -> Result<(), StoreError> {
+fn decode(group: &[u8], entries: &mut Vec<(ProvenanceKey, Body)>) -> Result<(), StoreError> {
     let mut rest = &group[1..];
     while !rest.is_empty() {
         let recorded_at = i64::from_le_bytes(take_array(&mut rest)?);

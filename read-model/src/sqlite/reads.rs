@@ -52,13 +52,7 @@ pub(super) fn provenance(connection: &Connection, lcc_id: &str) -> Result<Vec<Bo
     let rows = statement
         .query_map([lcc_id], |row| Ok(((row.get(0)?, row.get(1)?, row.get::<_, i64>(2)? as u64), row.get(3)?)))
         .map_err(from_sqlite)?;
-    let rows = rows
-        .map(|row| {
-            let (key, stored) = row.map_err(from_sqlite)?;
-            Ok((key, stored_bodies::decompress(stored)?))
-        })
-        .collect::<Result<Vec<_>, StoreError>>()?;
-    provenance_groups::entries(rows)
+    provenance_groups::provenance_entries(rows.collect::<Result<Vec<_>, _>>().map_err(from_sqlite)?)
 }
 
 pub(super) fn works_by_identifier(
