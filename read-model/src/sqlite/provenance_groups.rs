@@ -2,13 +2,11 @@
 //! writes for a work share one row, keyed by the first of them, and a read
 //! merges a work's rows back into its entries in serving order.
 //!
-//! Why: a work's history arrives in one batch (a sorted catch-up writes each
-//! work's events together, and most live batches carry one change of a
-//! work), four or five entries of about 280 bytes. As rows of their own,
-//! each cost a zstd frame, whose set-up is a third of its compression
-//! whatever its size, and an insert, which carries the work's id and key
-//! again; together they cost one of each, and a read of the work's
-//! provenance reads one row.
+//! Why: a sorted catch-up writes each work's history in one batch, four or
+//! five entries of about 280 bytes. As rows of their own, each cost a zstd
+//! frame, whose set-up is a third of its compression whatever its size,
+//! and an insert, which carries the work's id and key again; together they
+//! cost one of each, and a read of the work's provenance reads one row.
 //!
 //! A row holds either one entry as it is (a work with one entry in its
 //! batch, and every row stored before grouping) or a group: a zero byte,
@@ -24,8 +22,8 @@
 //! the same entries in other groups, where a row per entry is rewritten in
 //! place.
 //!
-//! It must not compress or store: the writer and the reads do both, with
-//! the rows it gives them.
+//! It must not compress or write rows: the writer compresses and stores
+//! the rows it gives; it only decompresses the rows a read found.
 
 use crate::records::{Body, StoreError};
 use crate::store::ProvenanceRow;
@@ -99,6 +97,8 @@ fn key_of(row: &ProvenanceRow) -> (i64, &str, u64) {
 /// A group of `entries`: the marker, then for each entry its recorded-at
 /// (8 bytes) and aggregate version (8 bytes), its topic's length (2 bytes)
 /// and topic, its body's length (4 bytes) and body; integers little-endian.
+/// Topics are the contract's names and bodies a few hundred bytes, so
+/// their lengths fit.
 fn encode(entries: &[&ProvenanceRow]) -> Body {
     let length = entries.iter().map(|entry| 22 + entry.topic.len() + entry.body.len()).sum::<usize>();
     let mut group = Vec::with_capacity(1 + length);
