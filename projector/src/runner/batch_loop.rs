@@ -31,6 +31,12 @@ use crate::source::{OriginalMessage, Partition, Position, Rejection, Resume, Sou
 /// it keeps off the batch path ([`read_model::ProjectionWrites::settle`]).
 const SETTLE_INTERVAL: Duration = Duration::from_secs(30);
 
+/// The most messages the loop takes off the source's channel at once. It
+/// then handles them one by one: one wait on the channel, and one round of
+/// the loop's other conditions (shutdown, deadlines, the write in flight),
+/// serve many events rather than one.
+const RECEIVED_AT_ONCE: usize = 256;
+
 /// Where the source answers a barrier.
 type BarrierReply = std::sync::mpsc::SyncSender<Result<Resume, String>>;
 
@@ -63,6 +69,8 @@ pub(super) struct BatchLoop<'a, Shutdown: Future<Output = ()>> {
     pub(super) writing: Writing<'a>,
     pub(super) options: &'a RunOptions,
     pub(super) receiver: mpsc::Receiver<SourceMessage>,
+    /// Messages taken off the channel and not handled yet, in order.
+    received: std::vec::IntoIter<SourceMessage>,
     pub(super) dead_letters: Box<dyn DeadLetterSink>,
     pub(super) stop_request: StopRequest<'a, Shutdown>,
     /// Set once the loop stops reading: after a shutdown request, or once
@@ -105,6 +113,7 @@ impl<'a, Shutdown: Future<Output = ()>> BatchLoop<'a, Shutdown> {
             writing,
             options,
             receiver,
+            received: Vec::new().into_iter(),
             dead_letters,
             stop_request,
             stopping: false,
@@ -130,30 +139,42 @@ impl<'a, Shutdown: Future<Output = ()>> BatchLoop<'a, Shutdown> {
         let version = self.writing.version;
         let give_up = self.writing.give_up;
         loop {
-            let linger_deadline = tokio::time::Instant::from_std(self.batch_started + self.options.linger);
-            let idle = self.batch.is_empty() && self.in_flight.is_none() && !self.deferred.is_waiting();
-            let render_deadline =
-                self.deferred.deadline(self.options.render_deferral).map(tokio::time::Instant::from_std);
-            let step = tokio::select! {
-                biased;
-                () = self.stop_request.shutdown.as_mut(), if !self.stop_request.requested => {
-                    self.stop_request.request();
-                    self.stopping = true;
-                    continue;
-                }
-                message = self.receiver.recv() => Step::Received(message),
-                () = tokio::time::sleep_until(linger_deadline), if !self.batch.is_empty() => Step::LingerElapsed,
-                () = sleep_until_some(render_deadline), if render_deadline.is_some() => Step::RenderDeadline,
-                () = tokio::time::sleep_until(self.settle_deadline), if idle => {
-                    self.stop_request.minding(while_store_unavailable(give_up, || store.settle(version))).await?;
-                    self.settle_deadline = tokio::time::Instant::now() + SETTLE_INTERVAL;
-                    continue;
-                }
-                written = async { (&mut self.in_flight.as_mut().expect("guarded by is_some").task).await }, if self.in_flight.is_some() => {
-                    if let Some(written_batch) = self.in_flight.take() {
-                        self.committed.record(written_batch, written, self.writing.observer)?;
+            let step = if let Some(message) = self.received.next() {
+                Step::Received(Some(message))
+            } else {
+                let linger_deadline = tokio::time::Instant::from_std(self.batch_started + self.options.linger);
+                let idle = self.batch.is_empty() && self.in_flight.is_none() && !self.deferred.is_waiting();
+                let render_deadline =
+                    self.deferred.deadline(self.options.render_deferral).map(tokio::time::Instant::from_std);
+                let mut received = Vec::with_capacity(RECEIVED_AT_ONCE);
+                tokio::select! {
+                    biased;
+                    () = self.stop_request.shutdown.as_mut(), if !self.stop_request.requested => {
+                        self.stop_request.request();
+                        self.stopping = true;
+                        continue;
                     }
-                    continue;
+                    count = self.receiver.recv_many(&mut received, RECEIVED_AT_ONCE) => {
+                        if count == 0 {
+                            Step::Received(None)
+                        } else {
+                            self.received = received.into_iter();
+                            continue;
+                        }
+                    }
+                    () = tokio::time::sleep_until(linger_deadline), if !self.batch.is_empty() => Step::LingerElapsed,
+                    () = sleep_until_some(render_deadline), if render_deadline.is_some() => Step::RenderDeadline,
+                    () = tokio::time::sleep_until(self.settle_deadline), if idle => {
+                        self.stop_request.minding(while_store_unavailable(give_up, || store.settle(version))).await?;
+                        self.settle_deadline = tokio::time::Instant::now() + SETTLE_INTERVAL;
+                        continue;
+                    }
+                    written = async { (&mut self.in_flight.as_mut().expect("guarded by is_some").task).await }, if self.in_flight.is_some() => {
+                        if let Some(written_batch) = self.in_flight.take() {
+                            self.committed.record(written_batch, written, self.writing.observer)?;
+                        }
+                        continue;
+                    }
                 }
             };
             let cut = |filled, end, barrier| Cut { filled, lingered: false, end, barrier };

