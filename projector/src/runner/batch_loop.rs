@@ -71,6 +71,9 @@ pub(super) struct BatchLoop<'a, Shutdown: Future<Output = ()>> {
     pub(super) receiver: mpsc::Receiver<SourceMessage>,
     /// Messages taken off the channel and not handled yet, in order.
     received: std::vec::IntoIter<SourceMessage>,
+    /// The events of a message of several not handled yet, in order, before
+    /// the messages after it.
+    received_events: std::vec::IntoIter<SourcedEvent>,
     pub(super) dead_letters: Box<dyn DeadLetterSink>,
     pub(super) stop_request: StopRequest<'a, Shutdown>,
     /// Set once the loop stops reading: after a shutdown request, or once
@@ -114,6 +117,7 @@ impl<'a, Shutdown: Future<Output = ()>> BatchLoop<'a, Shutdown> {
             options,
             receiver,
             received: Vec::new().into_iter(),
+            received_events: Vec::new().into_iter(),
             dead_letters,
             stop_request,
             stopping: false,
@@ -139,7 +143,9 @@ impl<'a, Shutdown: Future<Output = ()>> BatchLoop<'a, Shutdown> {
         let version = self.writing.version;
         let give_up = self.writing.give_up;
         loop {
-            let step = if let Some(message) = self.received.next() {
+            let step = if let Some(event) = self.received_events.next() {
+                Step::Received(Some(SourceMessage::Event(event)))
+            } else if let Some(message) = self.received.next() {
                 Step::Received(Some(message))
             } else {
                 let linger_deadline = tokio::time::Instant::from_std(self.batch_started + self.options.linger);
@@ -198,6 +204,9 @@ impl<'a, Shutdown: Future<Output = ()>> BatchLoop<'a, Shutdown> {
                     if self.batch.len() >= self.options.batch_size {
                         return Ok(cut(true, false, None));
                     }
+                }
+                Step::Received(Some(SourceMessage::Events(events))) => {
+                    self.received_events = events.into_iter();
                 }
                 Step::Received(Some(SourceMessage::CaughtUp)) => {
                     if self.options.exit_when_caught_up && !self.stopping {
@@ -273,14 +282,11 @@ impl<'a, Shutdown: Future<Output = ()>> BatchLoop<'a, Shutdown> {
         // After a stop request the rest is dropped: no checkpoint was
         // written, so a restart takes everything in again.
         while sorted.left() > 0 && !self.stop_request.requested {
-            let (back, events) = tokio::task::spawn_blocking(move || {
-                let events = sorted.next_batch(size);
-                (sorted, events)
-            })
-            .await
-            .context("the merging task failed")?;
-            sorted = back;
-            self.batch = events?;
+            // On the loop's own thread, which would wait for it anyway (it
+            // reads spill files, so it blocks: the loop's thread is not one
+            // of the runtime's workers). The events are then made on the
+            // thread that frees them (the write gives them back).
+            self.batch = sorted.next_batch(size)?;
             self.batch_started = Instant::now();
             let place = if sorted.left() == 0 {
                 SortedPlace {

@@ -87,6 +87,11 @@ pub(super) struct Written {
     write_conflicts: u64,
     /// Documents that a deferred batch, projected again, found to render.
     late_renders: DocumentsToRender,
+    /// The batch's events, given back so that the loop frees them: a sorted
+    /// catch-up makes them on the loop's thread, and mimalloc frees a block
+    /// on the thread that allocated it without the atomic hand-over a block
+    /// freed elsewhere takes.
+    given_back: Option<Reprojection>,
 }
 
 /// Where the write task writes.
@@ -98,6 +103,7 @@ struct WriteTarget {
 }
 
 /// What the write task needs to project a batch again after a write conflict.
+#[derive(Debug)]
 pub(super) enum Reprojection {
     Events {
         events: Vec<SourcedEvent>,
@@ -130,7 +136,9 @@ async fn write_until_fresh(
     loop {
         let applied = while_store_unavailable(&give_up, || store.apply_batch(version, Arc::clone(&batch))).await;
         let next = match applied {
-            Ok(applied) if applied.stale.is_empty() => return Ok(Written { mark: applied.mark, ..written }),
+            Ok(applied) if applied.stale.is_empty() => {
+                return Ok(Written { mark: applied.mark, given_back: Some(reprojection), ..written });
+            }
             Ok(applied) => {
                 tracing::info!(
                     documents = applied.stale.len(),
@@ -201,6 +209,8 @@ impl Committed {
     ) -> anyhow::Result<()> {
         let written = written.context("the batch write task failed")?.context("failed to write a batch")?;
         self.late_renders.merge(written.late_renders);
+        // Freed here, on the loop's thread.
+        drop(written.given_back);
         let batch_totals = RunTotals { write_conflicts: written.write_conflicts, ..in_flight.totals };
         observer.batch_committed(&CommittedBatch {
             checkpoints: &in_flight.batch.checkpoints,

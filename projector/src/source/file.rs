@@ -60,7 +60,7 @@ impl FileSource {
     /// grown ones, looked for every `poll_interval`. `channel_capacity` events
     /// wait in the channel while the loop projects (a batch's worth).
     pub fn start(self, channel_capacity: usize, poll_interval: Duration) -> anyhow::Result<SourceFeed> {
-        let (sender, receiver) = mpsc::channel(channel_capacity.max(1));
+        let (sender, receiver) = mpsc::channel(channel_capacity.div_ceil(EVENTS_PER_MESSAGE).max(1));
         let stop = Arc::new(AtomicBool::new(false));
         let source_id = self.source_id.clone();
         let reader_stop = Arc::clone(&stop);
@@ -271,6 +271,11 @@ impl FileProgress {
     }
 }
 
+/// The events the reader sends in one message ([`SourceMessage::Events`]),
+/// fewer at the end of a file. The channel holds messages, so its
+/// capacity in events is divided by this.
+const EVENTS_PER_MESSAGE: usize = 256;
+
 /// Files read side by side when the loop takes events in any order (a
 /// sorted catch-up): decoding is then all the projector does, and one
 /// reader keeps one core busy.
@@ -331,7 +336,8 @@ fn read_files(
 }
 
 /// Reads `files` from their next offsets with `readers` threads, each
-/// taking the next file not taken yet, and sends their events; one reader
+/// taking the next file not taken yet, and sends their events (up to
+/// [`EVENTS_PER_MESSAGE`] a message, never two files' in one); one reader
 /// reads them in order. Returns each file's next offset, or `None` once the
 /// loop is gone or a stop was asked for.
 fn read_side_by_side(
@@ -352,10 +358,18 @@ fn read_side_by_side(
                 return;
             }
             let mut open = true;
+            let mut events = Vec::with_capacity(EVENTS_PER_MESSAGE);
             let next = source.read_file(name, progress.next_offset(name), &mut |event| {
-                open = send(SourceMessage::Event(event));
+                events.push(event);
+                if events.len() == EVENTS_PER_MESSAGE {
+                    let full = std::mem::replace(&mut events, Vec::with_capacity(EVENTS_PER_MESSAGE));
+                    open = send(SourceMessage::Events(full));
+                }
                 open
             });
+            if open && !events.is_empty() {
+                open = send(SourceMessage::Events(events));
+            }
             if !open {
                 closed.store(true, Ordering::Relaxed);
                 return;

@@ -54,6 +54,10 @@ impl Partition {
 #[derive(Debug)]
 pub enum SourceMessage {
     Event(SourcedEvent),
+    /// Events in order, as [`SourceMessage::Event`] each: a source that
+    /// reads many at a time sends them in one message, so the channel's
+    /// cost (a wait and a wake-up on each side) is paid once for all.
+    Events(Vec<SourcedEvent>),
     /// Everything the source holds now has been sent.
     CaughtUp,
     Failed(String),
