@@ -31,10 +31,10 @@ use crate::source::{OriginalMessage, Partition, Position, Rejection, Resume, Sou
 /// it keeps off the batch path ([`read_model::ProjectionWrites::settle`]).
 const SETTLE_INTERVAL: Duration = Duration::from_secs(30);
 
-/// The most messages the loop takes off the source's channel at once. It
-/// then handles them one by one: one wait on the channel, and one round of
-/// the loop's other conditions (shutdown, deadlines, the write in flight),
-/// serve many events rather than one.
+/// The most messages the loop takes off the source's channel at once,
+/// then handles one by one: one wait on the channel, and one look at the
+/// loop's other conditions (shutdown, deadlines, the write in flight),
+/// serve them all rather than one each.
 const RECEIVED_AT_ONCE: usize = 256;
 
 /// Where the source answers a barrier.
@@ -282,10 +282,11 @@ impl<'a, Shutdown: Future<Output = ()>> BatchLoop<'a, Shutdown> {
         // After a stop request the rest is dropped: no checkpoint was
         // written, so a restart takes everything in again.
         while sorted.left() > 0 && !self.stop_request.requested {
-            // On the loop's own thread, which would wait for it anyway (it
-            // reads spill files, so it blocks: the loop's thread is not one
-            // of the runtime's workers). The events are then made on the
-            // thread that frees them (the write gives them back).
+            // On the loop's thread, which would wait for it anyway: like
+            // projecting the batch next, it holds the thread while it works
+            // (it reads a batch's worth of the spill files, and decodes
+            // them). The events are then made on the thread that frees them
+            // (the write gives them back).
             self.batch = sorted.next_batch(size)?;
             self.batch_started = Instant::now();
             let place = if sorted.left() == 0 {
