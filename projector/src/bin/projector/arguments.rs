@@ -124,7 +124,7 @@ pub(crate) struct RunTuning {
     /// sorts them into a spill file.
     #[arg(long, env = "LCC_CATCH_UP_RUN_EVENTS", default_value_t = RUN_EVENTS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub(crate) catch_up_run_events: usize,
-    /// Where sorted catch-ups keep their spill files (about 300 bytes an
+    /// Where sorted catch-ups keep their spill files (about 230 bytes an
     /// event); each run removes those that killed runs left. Default:
     /// `DATA_DIR/catch-up-spill`.
     #[arg(long, env = "LCC_SPILL_DIR")]
