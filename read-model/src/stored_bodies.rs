@@ -8,8 +8,9 @@
 //! fifth or less of its JSON where compressing it alone would halve it. A
 //! store of a national registry then fits the page cache that serves it.
 //! A short body (a projector state, the tags a notification memo keeps)
-//! gains nothing: the frame's header and tables take what its content
-//! would save, and its compression costs nearly as much as a long one's.
+//! gains little or nothing: the frame's header and tables take most of what
+//! its content would save, and its compression costs nearly as much as a
+//! long one's.
 //!
 //! The dictionaries are committed (`schemas/dictionaries/`, trained by
 //! `scripts/train-dictionaries.sh`) and compiled in. Every frame names its
