@@ -277,10 +277,10 @@ fn write_run(mut run: Taken, path: &Path) -> Result<Taken, SortError> {
 /// read whole into one buffer and decoded from memory, where decoding from
 /// the file would copy each of its strings out of the reader on its own.
 ///
-/// Postcard rather than MessagePack: a spill file is read only by the run
-/// that wrote it, so it needs no field names, types or version of its own,
-/// and postcard's bare varints and lengths encode and decode a catch-up's
-/// events in about 3,000 fewer instructions each (2.4% of the projector's).
+/// Postcard rather than a self-describing format: a spill file is read
+/// only by the run that wrote it, so it needs no field names, types or
+/// version of its own, and bare varints and lengths are the cheapest to
+/// encode and decode.
 #[derive(Debug)]
 enum Run {
     Spilled { path: PathBuf, reader: BufReader<File>, record: Vec<u8> },
