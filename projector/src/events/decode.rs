@@ -1,28 +1,27 @@
 //! From Avro bytes to an [`Event`].
 //!
-//! apache-avro's schema-aware serde deserializer reads each topic's event
-//! record straight into the record types of [`records`], which are then
-//! turned into an event. Nothing passes through generic Avro values, which
-//! allocate every field name, union and enum symbol of every event only for
-//! them to be looked up by name and copied again.
-//!
-//! The record types mirror the contract, and the deserializer holds them to
-//! it: a record's struct bears its Avro name (the deserializer checks it), a
-//! payload enum lists its union's branches in the union's order (a branch is
-//! chosen by its index, and a branch's record name is then checked), and an
-//! Avro enum's symbol is read through the projector's own mapping of its
-//! symbols (the `symbols!` table). So the bytes read here are those of the
-//! contract's schema, or of a newer one that only adds event types after the
-//! contract's (read past and rejected); a writer that needs resolving is
-//! resolved to the contract and written again with it before it comes here
-//! ([`crate::source::event_from_value`]). A party's personal data has no
-//! field in any type here: it is read past and kept nowhere.
+//! Each topic's event record is read straight from the bytes into the
+//! record types of [`records`], which are then turned into an event: the
+//! fields in the contract's order, as [`binary`] reads each kind of value,
+//! nothing passing through generic Avro values or a schema walked for each
+//! event. That is only right for bytes written with the contract's schema,
+//! or with a newer one that only adds event types after the contract's
+//! (their values are read past with the writer's schema and rejected):
+//! [`crate::resolution::Resolver::reads_directly`] tells which writers
+//! those are, and a writer that needs resolving is resolved to the contract
+//! and written again with it before it comes here
+//! ([`crate::source::event_from_value`]). The records hold the projector
+//! to the contract: each struct lists its record's fields in order, a
+//! payload enum its union's branches in order, and an enum's table its
+//! symbols in order, each checked against the contract by a test. A
+//! party's personal data has no field in any type here: it is read past
+//! and kept nowhere.
 
+mod binary;
 mod records;
 
-use std::io::Read;
-
-use self::records::{CertificateEvent, DisputeEvent, LicenseEvent, PartyEvent, RightsEvent, WorkEvent};
+pub use self::binary::BinaryError;
+use self::records::{CertificateEvent, Decode, DisputeEvent, LicenseEvent, PartyEvent, RightsEvent, WorkEvent};
 use super::Event;
 use crate::contract::Topic;
 use crate::datum_codec::DatumCodec;
@@ -39,6 +38,16 @@ pub enum RecordError {
     OutsideContract(u32),
 }
 
+/// Why bytes do not hold a datum of the writer's schema.
+#[derive(Debug, thiserror::Error)]
+pub enum DatumError {
+    #[error(transparent)]
+    Binary(#[from] BinaryError),
+    /// Read past with the writer's schema (an event type outside the contract).
+    #[error(transparent)]
+    Avro(#[from] apache_avro::Error),
+}
+
 /// Decodes one event of `topic` from `datum`, written with the schema of
 /// `codec`: the contract's schema of the topic or one that reads directly
 /// (see [`crate::resolution::Resolver::reads_directly`]); `datum` is left
@@ -48,19 +57,16 @@ pub fn decode_datum(
     topic: Topic,
     codec: &DatumCodec,
     datum: &mut &[u8],
-) -> Result<Result<Event, RecordError>, apache_avro::Error> {
-    let reader = codec.reader();
-    by_topic!(topic, Record => reader.read_deser::<Record>(datum).map(Record::into_event))
-}
-
-/// The events of a container file of `topic` whose writer schema reads
-/// directly, in file order, as [`decode_datum`] gives them. The container
-/// reader stops after its first error.
-pub fn container_events<'a, R: Read + 'a>(
-    topic: Topic,
-    reader: apache_avro::Reader<'a, R>,
-) -> Box<dyn Iterator<Item = Result<Result<Event, RecordError>, apache_avro::Error>> + 'a> {
-    by_topic!(topic, Record => Box::new(reader.into_deser_iter::<Record>().map(|record| record.map(Record::into_event))))
+) -> Result<Result<Event, RecordError>, DatumError> {
+    let start = *datum;
+    let decoded = by_topic!(topic, Record => Record::decode(datum)?.into_event());
+    if let Err(RecordError::OutsideContract(_)) = decoded {
+        // The branch's value has the writer's schema alone: the whole datum
+        // is read again with it, to leave `datum` after the event.
+        *datum = start;
+        codec.read_value(datum)?;
+    }
+    Ok(decoded)
 }
 
 /// Runs `$body` with `$record` naming the event record type of `$topic`.
@@ -99,11 +105,7 @@ mod tests {
         contract.datum_codec(topic).write_value(value).expect("a value of the contract")
     }
 
-    fn decode(
-        contract: &Contract,
-        topic: Topic,
-        bytes: &[u8],
-    ) -> Result<Result<Event, RecordError>, apache_avro::Error> {
+    fn decode(contract: &Contract, topic: Topic, bytes: &[u8]) -> Result<Result<Event, RecordError>, DatumError> {
         let mut rest = bytes;
         let decoded = decode_datum(topic, contract.datum_codec(topic), &mut rest);
         if decoded.is_ok() {
@@ -228,6 +230,52 @@ mod tests {
         let event = decode_datum(Topic::Works, &newer, &mut rest).expect("bytes of the schema").expect("an event");
         assert_eq!(event.change, expected_change(&registered.payload));
         assert!(rest.is_empty());
+    }
+
+    /// Bytes of every drafted event with bytes changed at random or cut
+    /// short, read by the decoder and by apache-avro's generic reader of the
+    /// contract's schema: whatever the decoder reads, apache-avro reads too,
+    /// taking the same bytes, as a value whose event is the one decoded; and
+    /// whatever apache-avro reads as the very bytes it would write, the
+    /// decoder reads. The second holds only there because apache-avro reads
+    /// some datums that end too soon: a union whose branch index is cut off
+    /// as its null branch, a string cut short as a null (not a value of the
+    /// schema, so a value counts as read only when it can be written again).
+    #[test]
+    fn changed_bytes_read_as_apache_avros_generic_reader_reads_them() {
+        let contract = Contract::load().expect("the contract");
+        let mut random = Random::new(11);
+        let (mut read, mut refused) = (0, 0);
+        for (index, draft) in drafts().iter().enumerate() {
+            let codec = contract.datum_codec(draft.topic);
+            let bytes = datum(&contract, draft.topic, avro::event_value(draft, 7, &format!("event-{index}")));
+            for _ in 0..6 {
+                let mut changed = bytes.clone();
+                let at = random.range(0, changed.len() as i64) as usize;
+                if random.chance(20) {
+                    changed.truncate(at);
+                } else {
+                    changed[at] = random.next_u64() as u8;
+                }
+                let mut generic_rest = changed.as_slice();
+                let generic = codec.read_value(&mut generic_rest).ok().and_then(|value| codec.write_value(value).ok());
+                let taken = &changed[..changed.len() - generic_rest.len()];
+                let mut rest = changed.as_slice();
+                match decode_datum(draft.topic, codec, &mut rest) {
+                    Ok(decoded) => {
+                        let again = generic.unwrap_or_else(|| panic!("{changed:?}: decoded, apache-avro refuses"));
+                        assert_eq!(rest.len(), generic_rest.len(), "{changed:?}");
+                        assert_eq!(decode(&contract, draft.topic, &again).expect("its own bytes"), decoded);
+                        read += 1;
+                    }
+                    Err(error) => {
+                        assert!(generic.is_none_or(|again| again != taken), "{changed:?}: apache-avro reads, {error}");
+                        refused += 1;
+                    }
+                }
+            }
+        }
+        assert!(read > 1_000 && refused > 1_000, "{read} read, {refused} refused");
     }
 
     /// Sets the share of the first right of a rights chain event record.

@@ -16,16 +16,17 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
-use apache_avro::Reader;
 use tokio::sync::mpsc;
 
+use super::container::{Container, ContainerError};
 use super::{
     Backlog, Position, Rejection, SourceFeed, SourceMessage, SourcedEvent, accept, event_from_value, record_count,
     resume_from_loop,
 };
 use crate::contract::{Contract, Topic};
+use crate::datum_codec::DatumCodec;
 use crate::events::Event;
-use crate::events::decode::container_events;
+use crate::events::decode::{DatumError, decode_datum};
 use crate::resolution::Resolver;
 
 /// A directory of Avro container files.
@@ -115,21 +116,29 @@ impl FileSource {
         start: i64,
         emit: &mut dyn FnMut(SourcedEvent) -> bool,
     ) -> i64 {
-        let reader = match Reader::new(bytes) {
-            Ok(reader) => reader,
+        let mut container = match Container::open(bytes) {
+            Ok(container) => container,
             Err(error) => return unreadable(&error.to_string(), name, start, emit),
         };
-        let writer = reader.writer_schema().clone();
+        let writer = container.writer_schema().clone();
         let topic = self.contract.topic_of(&writer);
         let resolver = topic.map(|topic| Resolver::new(&self.contract, topic, &writer));
+        let codec = match DatumCodec::new(writer) {
+            Ok(codec) => codec,
+            Err(error) => return unreadable(&error.to_string(), name, start, emit),
+        };
         match (topic, &resolver) {
             (Some(topic), Some(Ok(resolver))) if resolver.reads_directly() => {
+                let records = std::iter::from_fn(|| container.next_datum(|datum| decode_datum(topic, &codec, datum)));
                 let finish = |decoded| accept(topic, resolver, decoded);
-                emit_records(container_events(topic, reader), finish, Some(topic), name, start, emit)
+                emit_records(records, finish, Some(topic), name, start, emit)
             }
             _ => {
+                let records = std::iter::from_fn(|| {
+                    container.next_datum(|datum| codec.read_value(datum).map_err(DatumError::from))
+                });
                 let finish = |value| self.event_from_value(topic, resolver.as_ref(), value);
-                emit_records(reader, finish, topic, name, start, emit)
+                emit_records(records, finish, topic, name, start, emit)
             }
         }
     }
@@ -155,7 +164,7 @@ impl FileSource {
 /// and an unreadable one among them ends the file there, as it did when it
 /// was first read.
 fn emit_records<T>(
-    records: impl Iterator<Item = Result<T, apache_avro::Error>>,
+    records: impl Iterator<Item = Result<T, ContainerError>>,
     mut finish: impl FnMut(T) -> Result<Event, Rejection>,
     topic: Option<Topic>,
     name: &str,

@@ -8,6 +8,7 @@
 //! store's checkpoints through a barrier ([`resume_from_loop`]), whose
 //! answer also says whether the loop takes events in any order.
 
+pub mod container;
 pub mod file;
 pub mod kafka;
 pub mod record_count;

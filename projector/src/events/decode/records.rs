@@ -1,26 +1,83 @@
-//! The contract's Avro records as Rust types, for apache-avro's schema-aware
-//! serde deserializer, and the change each makes (see the parent module for
-//! how the deserializer holds them to the contract).
+//! The contract's Avro records as Rust types, each read from the bytes in
+//! the contract's field order, and the change each makes (see the parent
+//! module for when bytes may be read this way).
 //!
-//! Each record's struct bears its Avro name and its fields' names; each
+//! Each record's struct lists its fields in the contract's order; each
 //! payload union is an enum of its branches in the contract's order, with
 //! one more for a branch beyond them; each Avro enum is read through the
-//! table of what its symbols mean here.
-
-use std::marker::PhantomData;
+//! table of its symbols, in the contract's order, and what each means here.
 
 use read_model::calendar::{Date, Timestamp};
 use read_model::documents::{
     CreatorRole, DisputeStatus, HolderRole, LicenseKind, LicenseStatus, PartyKind, RightType, WorkType,
 };
-use serde::Deserialize;
-use serde::de::{self, DeserializeSeed, Deserializer, EnumAccess, VariantAccess, Visitor};
 
 use super::RecordError;
+use super::binary::{self, BinaryError};
 use crate::contract::Topic;
 use crate::events::{
     Change, Creator, Envelope, Event, LicenseGrant, PartyProfile, RightRecord, WorkAmendment, WorkRecord,
 };
+
+/// A value of the contract, read from its bytes.
+pub(in crate::events) trait Decode: Sized {
+    fn decode(bytes: &mut &[u8]) -> Result<Self, BinaryError>;
+}
+
+impl Decode for String {
+    fn decode(bytes: &mut &[u8]) -> Result<Self, BinaryError> {
+        binary::string(bytes)
+    }
+}
+
+impl Decode for i64 {
+    fn decode(bytes: &mut &[u8]) -> Result<Self, BinaryError> {
+        binary::long(bytes)
+    }
+}
+
+impl Decode for i32 {
+    fn decode(bytes: &mut &[u8]) -> Result<Self, BinaryError> {
+        binary::int(bytes)
+    }
+}
+
+impl Decode for bool {
+    fn decode(bytes: &mut &[u8]) -> Result<Self, BinaryError> {
+        binary::boolean(bytes)
+    }
+}
+
+/// Every optional field of the contract is a union of null, first, and its type.
+impl<T: Decode> Decode for Option<T> {
+    fn decode(bytes: &mut &[u8]) -> Result<Self, BinaryError> {
+        binary::optional(bytes, T::decode)
+    }
+}
+
+impl<T: Decode> Decode for Vec<T> {
+    fn decode(bytes: &mut &[u8]) -> Result<Self, BinaryError> {
+        binary::array(bytes, T::decode)
+    }
+}
+
+/// Declares a record of the contract and reads it field by field.
+macro_rules! record {
+    ($(#[$attribute:meta])* $visibility:vis struct $name:ident { $($field:ident: $type:ty),+ $(,)? }) => {
+        $(#[$attribute])*
+        $visibility struct $name {
+            $($field: $type),+
+        }
+
+        impl Decode for $name {
+            fn decode(bytes: &mut &[u8]) -> Result<Self, BinaryError> {
+                // A struct expression evaluates its fields in the order they
+                // are written, which is the contract's.
+                Ok($name { $($field: Decode::decode(bytes)?),+ })
+            }
+        }
+    };
+}
 
 /// One payload record of the contract, as the change it makes.
 trait IntoChange {
@@ -28,14 +85,16 @@ trait IntoChange {
 }
 
 /// Each topic's event record (named as in the contract) and its payload
-/// union, whose branches are listed in the contract's order. A branch
-/// beyond them (a newer event type) is read past and rejected.
+/// union, whose branches are listed in the contract's order. The value of a
+/// branch beyond them (a newer event type) is not read here: its schema is
+/// the writer's alone (see [`super::decode_datum`]).
 macro_rules! topic_events {
     ($($record:ident: $topic:ident => $payload:ident { $($branch:ident),+ $(,)? })+) => {$(
-        #[derive(Deserialize)]
-        pub(in crate::events) struct $record {
-            envelope: EnvelopeRecord,
-            payload: $payload,
+        record! {
+            pub(in crate::events) struct $record {
+                envelope: EnvelopeRecord,
+                payload: $payload,
+            }
         }
 
         enum $payload {
@@ -43,33 +102,19 @@ macro_rules! topic_events {
             OutsideContract(u32),
         }
 
-        impl<'de> Deserialize<'de> for $payload {
-            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-                struct Branches;
-
-                impl<'de> Visitor<'de> for Branches {
-                    type Value = $payload;
-
-                    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                        formatter.write_str(concat!("a branch of ", stringify!($payload)))
+        impl Decode for $payload {
+            fn decode(bytes: &mut &[u8]) -> Result<Self, BinaryError> {
+                let index = binary::branch(bytes, None)?;
+                // The branches of the contract, in order: the first has index 0.
+                let mut place = 0_u32;
+                $(
+                    if index == place {
+                        return $branch::decode(bytes).map($payload::$branch);
                     }
-
-                    fn visit_enum<A: EnumAccess<'de>>(self, data: A) -> Result<$payload, A::Error> {
-                        let (index, branch) = data.variant_seed(BranchIndex)?;
-                        // The branches of the contract, in order: the first has index 0.
-                        let mut place = 0_u32;
-                        $(
-                            if index == place {
-                                return branch.newtype_variant::<$branch>().map($payload::$branch);
-                            }
-                            place += 1;
-                        )+
-                        let _ = place;
-                        branch.newtype_variant::<Skipped>().map(|_| $payload::OutsideContract(index))
-                    }
-                }
-
-                deserializer.deserialize_enum(stringify!($payload), &[$(stringify!($branch)),+], Branches)
+                    place += 1;
+                )+
+                let _ = place;
+                Ok($payload::OutsideContract(index))
             }
         }
 
@@ -96,16 +141,16 @@ topic_events! {
     }
 }
 
-#[derive(Deserialize)]
-#[serde(rename = "Envelope", rename_all = "camelCase")]
-struct EnvelopeRecord {
-    event_id: String,
-    event_type: String,
-    aggregate_id: String,
-    aggregate_version: i64,
-    occurred_at: i64,
-    recorded_at: i64,
-    source_system: String,
+record! {
+    struct EnvelopeRecord {
+        event_id: String,
+        event_type: String,
+        aggregate_id: String,
+        aggregate_version: i64,
+        occurred_at: i64,
+        recorded_at: i64,
+        source_system: String,
+    }
 }
 
 impl EnvelopeRecord {
@@ -123,24 +168,24 @@ impl EnvelopeRecord {
     }
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct WorkRegistered {
-    title: String,
-    alternative_titles: Vec<String>,
-    iswc: Option<String>,
-    isrcs: Vec<String>,
-    creators: Vec<CreatorRecord>,
-    language: Option<String>,
-    work_type: Symbol<WorkTypes>,
-    created_on: Option<i32>,
-    description: Option<String>,
-    subjects: Vec<String>,
-    publisher_party_id: Option<String>,
-    related_work_ids: Vec<String>,
-    file_sha256: String,
-    file_format: Option<String>,
-    earliest_recorded_at: i64,
+record! {
+    struct WorkRegistered {
+        title: String,
+        alternative_titles: Vec<String>,
+        iswc: Option<String>,
+        isrcs: Vec<String>,
+        creators: Vec<CreatorRecord>,
+        language: Option<String>,
+        work_type: Symbol<WorkTypes>,
+        created_on: Option<i32>,
+        description: Option<String>,
+        subjects: Vec<String>,
+        publisher_party_id: Option<String>,
+        related_work_ids: Vec<String>,
+        file_sha256: String,
+        file_format: Option<String>,
+        earliest_recorded_at: i64,
+    }
 }
 
 impl IntoChange for WorkRegistered {
@@ -165,22 +210,22 @@ impl IntoChange for WorkRegistered {
     }
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct WorkAmended {
-    title: Option<String>,
-    alternative_titles: Option<Vec<String>>,
-    iswc: Option<String>,
-    isrcs: Option<Vec<String>>,
-    creators: Option<Vec<CreatorRecord>>,
-    language: Option<String>,
-    work_type: Option<Symbol<WorkTypes>>,
-    created_on: Option<i32>,
-    description: Option<String>,
-    subjects: Option<Vec<String>>,
-    publisher_party_id: Option<String>,
-    related_work_ids: Option<Vec<String>>,
-    file_format: Option<String>,
+record! {
+    struct WorkAmended {
+        title: Option<String>,
+        alternative_titles: Option<Vec<String>>,
+        iswc: Option<String>,
+        isrcs: Option<Vec<String>>,
+        creators: Option<Vec<CreatorRecord>>,
+        language: Option<String>,
+        work_type: Option<Symbol<WorkTypes>>,
+        created_on: Option<i32>,
+        description: Option<String>,
+        subjects: Option<Vec<String>>,
+        publisher_party_id: Option<String>,
+        related_work_ids: Option<Vec<String>>,
+        file_format: Option<String>,
+    }
 }
 
 impl IntoChange for WorkAmended {
@@ -203,21 +248,21 @@ impl IntoChange for WorkAmended {
     }
 }
 
-#[derive(Deserialize)]
-#[serde(rename = "Creator", rename_all = "camelCase")]
-struct CreatorRecord {
-    party_id: String,
-    role: Symbol<CreatorRoles>,
+record! {
+    struct CreatorRecord {
+        party_id: String,
+        role: Symbol<CreatorRoles>,
+    }
 }
 
 fn creators(records: Vec<CreatorRecord>) -> Vec<Creator> {
     records.into_iter().map(|record| Creator { party_id: record.party_id, role: record.role.0 }).collect()
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct WorkPublished {
-    published_at: i64,
+record! {
+    struct WorkPublished {
+        published_at: i64,
+    }
 }
 
 impl IntoChange for WorkPublished {
@@ -226,9 +271,10 @@ impl IntoChange for WorkPublished {
     }
 }
 
-#[derive(Deserialize)]
-struct WorkWithdrawn {
-    reason: String,
+record! {
+    struct WorkWithdrawn {
+        reason: String,
+    }
 }
 
 impl IntoChange for WorkWithdrawn {
@@ -237,11 +283,11 @@ impl IntoChange for WorkWithdrawn {
     }
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct RightsChainRecorded {
-    rights: Vec<Right>,
-    open_for_licensing: bool,
+record! {
+    struct RightsChainRecorded {
+        rights: Vec<Right>,
+        open_for_licensing: bool,
+    }
 }
 
 impl IntoChange for RightsChainRecorded {
@@ -253,19 +299,19 @@ impl IntoChange for RightsChainRecorded {
     }
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Right {
-    right_id: String,
-    right_type: Symbol<RightTypes>,
-    holder_party_id: String,
-    role: Symbol<HolderRoles>,
-    share_basis_points: i32,
-    acquired_from_party_id: Option<String>,
-    territory: String,
-    valid_from: i32,
-    valid_until: Option<i32>,
-    protection_ends_on: i32,
+record! {
+    struct Right {
+        right_id: String,
+        right_type: Symbol<RightTypes>,
+        holder_party_id: String,
+        role: Symbol<HolderRoles>,
+        share_basis_points: i32,
+        acquired_from_party_id: Option<String>,
+        territory: String,
+        valid_from: i32,
+        valid_until: Option<i32>,
+        protection_ends_on: i32,
+    }
 }
 
 impl Right {
@@ -287,10 +333,10 @@ impl Right {
     }
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct LicensingAvailabilityChanged {
-    open_for_licensing: bool,
+record! {
+    struct LicensingAvailabilityChanged {
+        open_for_licensing: bool,
+    }
 }
 
 impl IntoChange for LicensingAvailabilityChanged {
@@ -299,17 +345,17 @@ impl IntoChange for LicensingAvailabilityChanged {
     }
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct LicenseGranted {
-    kind: Symbol<LicenseKinds>,
-    licensee_party_id: String,
-    status: Symbol<LicenseStatuses>,
-    valid_from: i32,
-    valid_until: Option<i32>,
-    covered_work_ids: Vec<String>,
-    repertoire: Option<String>,
-    territory: String,
+record! {
+    struct LicenseGranted {
+        kind: Symbol<LicenseKinds>,
+        licensee_party_id: String,
+        status: Symbol<LicenseStatuses>,
+        valid_from: i32,
+        valid_until: Option<i32>,
+        covered_work_ids: Vec<String>,
+        repertoire: Option<String>,
+        territory: String,
+    }
 }
 
 impl IntoChange for LicenseGranted {
@@ -327,12 +373,12 @@ impl IntoChange for LicenseGranted {
     }
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct LicenseStatusChanged {
-    status: Symbol<LicenseStatuses>,
-    effective_from: i32,
-    reason: Option<String>,
+record! {
+    struct LicenseStatusChanged {
+        status: Symbol<LicenseStatuses>,
+        effective_from: i32,
+        reason: Option<String>,
+    }
 }
 
 impl IntoChange for LicenseStatusChanged {
@@ -345,10 +391,10 @@ impl IntoChange for LicenseStatusChanged {
     }
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct LicenseRenewed {
-    valid_until: Option<i32>,
+record! {
+    struct LicenseRenewed {
+        valid_until: Option<i32>,
+    }
 }
 
 impl IntoChange for LicenseRenewed {
@@ -357,11 +403,11 @@ impl IntoChange for LicenseRenewed {
     }
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct DisputeOpened {
-    dispute_id: String,
-    grounds: Symbol<DisputeGrounds>,
+record! {
+    struct DisputeOpened {
+        dispute_id: String,
+        grounds: Symbol<DisputeGrounds>,
+    }
 }
 
 impl IntoChange for DisputeOpened {
@@ -370,11 +416,11 @@ impl IntoChange for DisputeOpened {
     }
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct DisputeUpdated {
-    dispute_id: String,
-    progress: Symbol<DisputeProgress>,
+record! {
+    struct DisputeUpdated {
+        dispute_id: String,
+        progress: Symbol<DisputeProgress>,
+    }
 }
 
 impl IntoChange for DisputeUpdated {
@@ -383,11 +429,11 @@ impl IntoChange for DisputeUpdated {
     }
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct DisputeResolved {
-    dispute_id: String,
-    outcome: Symbol<DisputeOutcome>,
+record! {
+    struct DisputeResolved {
+        dispute_id: String,
+        outcome: Symbol<DisputeOutcome>,
+    }
 }
 
 impl IntoChange for DisputeResolved {
@@ -396,12 +442,12 @@ impl IntoChange for DisputeResolved {
     }
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct CertificateIssued {
-    certificate_id: String,
-    sha256: String,
-    issued_at: i64,
+record! {
+    struct CertificateIssued {
+        certificate_id: String,
+        sha256: String,
+        issued_at: i64,
+    }
 }
 
 impl IntoChange for CertificateIssued {
@@ -414,11 +460,11 @@ impl IntoChange for CertificateIssued {
     }
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct CertificateRevoked {
-    certificate_id: String,
-    reason: String,
+record! {
+    struct CertificateRevoked {
+        certificate_id: String,
+        reason: String,
+    }
 }
 
 impl IntoChange for CertificateRevoked {
@@ -427,19 +473,20 @@ impl IntoChange for CertificateRevoked {
     }
 }
 
-#[derive(Deserialize)]
-struct PartyRegistered {
-    profile: PartyPublicProfile,
-    #[serde(rename = "personalData")]
-    _personal_data: Skipped,
+record! {
+    struct PartyRegistered {
+        profile: PartyPublicProfile,
+        _personal_data: PersonalData,
+    }
 }
 
-#[derive(Deserialize)]
-struct PartyPublicProfile {
-    name: String,
-    kind: Symbol<PartyKinds>,
-    ipi: Option<String>,
-    isni: Option<String>,
+record! {
+    struct PartyPublicProfile {
+        name: String,
+        kind: Symbol<PartyKinds>,
+        ipi: Option<String>,
+        isni: Option<String>,
+    }
 }
 
 impl IntoChange for PartyRegistered {
@@ -454,9 +501,10 @@ impl IntoChange for PartyRegistered {
     }
 }
 
-#[derive(Deserialize)]
-struct PartyRenamed {
-    name: String,
+record! {
+    struct PartyRenamed {
+        name: String,
+    }
 }
 
 impl IntoChange for PartyRenamed {
@@ -465,10 +513,11 @@ impl IntoChange for PartyRenamed {
     }
 }
 
-#[derive(Deserialize)]
-struct PartyIdentifiersChanged {
-    ipi: Option<String>,
-    isni: Option<String>,
+record! {
+    struct PartyIdentifiersChanged {
+        ipi: Option<String>,
+        isni: Option<String>,
+    }
 }
 
 impl IntoChange for PartyIdentifiersChanged {
@@ -477,11 +526,11 @@ impl IntoChange for PartyIdentifiersChanged {
     }
 }
 
-/// Carries only personal data, which is skipped.
-#[derive(Deserialize)]
-struct PartyPersonalDataChanged {
-    #[serde(rename = "personalData")]
-    _personal_data: Skipped,
+record! {
+    /// Carries only personal data, which is read past.
+    struct PartyPersonalDataChanged {
+        _personal_data: PersonalData,
+    }
 }
 
 impl IntoChange for PartyPersonalDataChanged {
@@ -490,158 +539,40 @@ impl IntoChange for PartyPersonalDataChanged {
     }
 }
 
-/// Any Avro value, read past and kept nowhere. (serde's `IgnoredAny` cannot
-/// read past a record here: apache-avro's deserializer gives a record's
-/// field names only to `deserialize_identifier`, which it does not call. A
-/// field left out of a struct is read as `IgnoredAny`, so a record field the
-/// projector does not keep is named, with this type.)
-struct Skipped;
+/// A party's personal data, read past and kept nowhere: its fields are
+/// three optional strings (email, phone, postal address), an optional date
+/// (birth date) and an optional string (national id), as
+/// `tests::personal_data_is_read_past_as_the_contract_writes_it` holds.
+struct PersonalData;
 
-impl<'de> Deserialize<'de> for Skipped {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(Skipping)
-    }
-}
-
-/// Reads past a value of any shape, or a field name or symbol.
-struct Skipping;
-
-impl<'de> DeserializeSeed<'de> for Skipping {
-    type Value = Skipped;
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Skipped, D::Error> {
-        deserializer.deserialize_identifier(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Skipping {
-    type Value = Skipped;
-
-    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter.write_str("any value")
-    }
-
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Skipped, E> {
-        Ok(Skipped)
-    }
-
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Skipped, E> {
-        Ok(Skipped)
-    }
-
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Skipped, E> {
-        Ok(Skipped)
-    }
-
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Skipped, E> {
-        Ok(Skipped)
-    }
-
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<Skipped, E> {
-        Ok(Skipped)
-    }
-
-    fn visit_bytes<E: de::Error>(self, _: &[u8]) -> Result<Skipped, E> {
-        Ok(Skipped)
-    }
-
-    fn visit_unit<E: de::Error>(self) -> Result<Skipped, E> {
-        Ok(Skipped)
-    }
-
-    fn visit_none<E: de::Error>(self) -> Result<Skipped, E> {
-        Ok(Skipped)
-    }
-
-    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Skipped, D::Error> {
-        Skipped::deserialize(deserializer)
-    }
-
-    fn visit_seq<A: de::SeqAccess<'de>>(self, mut items: A) -> Result<Skipped, A::Error> {
-        while items.next_element::<Skipped>()?.is_some() {}
-        Ok(Skipped)
-    }
-
-    fn visit_map<A: de::MapAccess<'de>>(self, mut fields: A) -> Result<Skipped, A::Error> {
-        while fields.next_key_seed(Skipping)?.is_some() {
-            fields.next_value::<Skipped>()?;
+impl Decode for PersonalData {
+    fn decode(bytes: &mut &[u8]) -> Result<Self, BinaryError> {
+        for _ in 0..3 {
+            binary::optional(bytes, binary::skip_string)?;
         }
-        Ok(Skipped)
-    }
-
-    fn visit_enum<A: EnumAccess<'de>>(self, data: A) -> Result<Skipped, A::Error> {
-        // Only an Avro enum reaches here (a union is read as its branch): a symbol.
-        let (_, symbol) = data.variant_seed(Skipping)?;
-        symbol.unit_variant()?;
-        Ok(Skipped)
+        binary::optional(bytes, binary::int)?;
+        binary::optional(bytes, binary::skip_string)?;
+        Ok(PersonalData)
     }
 }
 
-/// The index of a union's branch, as the deserializer gives it.
-struct BranchIndex;
-
-impl<'de> DeserializeSeed<'de> for BranchIndex {
-    type Value = u32;
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<u32, D::Error> {
-        deserializer.deserialize_identifier(self)
-    }
-}
-
-impl Visitor<'_> for BranchIndex {
-    type Value = u32;
-
-    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter.write_str("a union branch index")
-    }
-
-    fn visit_u64<E: de::Error>(self, index: u64) -> Result<u32, E> {
-        u32::try_from(index).map_err(|_| E::custom(format_args!("union branch {index} is out of range")))
-    }
-}
-
-/// The symbols of one Avro enum of the contract and what each means here.
+/// The symbols of one Avro enum of the contract, in its order, and what each means here.
 trait Symbols {
     type Value;
     /// The enum's name in the contract, for errors.
     const ENUM: &'static str;
-    fn value(symbol: &str) -> Option<Self::Value>;
+    const SYMBOLS: &'static [&'static str];
+    /// The meaning of the symbol at `index`, one of `SYMBOLS`' indexes.
+    fn value(index: usize) -> Self::Value;
 }
 
 /// A symbol of the Avro enum `S`, read as what it means here.
 struct Symbol<S: Symbols>(S::Value);
 
-impl<'de, S: Symbols> Deserialize<'de> for Symbol<S> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_enum(S::ENUM, &[], SymbolVisitor(PhantomData::<S>))
-    }
-}
-
-struct SymbolVisitor<S>(PhantomData<S>);
-
-impl<'de, S: Symbols> Visitor<'de> for SymbolVisitor<S> {
-    type Value = Symbol<S>;
-
-    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(formatter, "a symbol of the enum {}", S::ENUM)
-    }
-
-    fn visit_enum<A: EnumAccess<'de>>(self, data: A) -> Result<Self::Value, A::Error> {
-        let (value, variant) = data.variant_seed(SymbolVisitor(PhantomData::<S>))?;
-        variant.unit_variant()?;
-        Ok(value)
-    }
-
-    fn visit_str<E: de::Error>(self, symbol: &str) -> Result<Self::Value, E> {
-        S::value(symbol).map(Symbol).ok_or_else(|| E::custom(format_args!("{}: unknown symbol {symbol}", S::ENUM)))
-    }
-}
-
-impl<'de, S: Symbols> DeserializeSeed<'de> for SymbolVisitor<S> {
-    type Value = Symbol<S>;
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
-        deserializer.deserialize_identifier(self)
+impl<S: Symbols> Decode for Symbol<S> {
+    fn decode(bytes: &mut &[u8]) -> Result<Self, BinaryError> {
+        let index = binary::symbol(bytes, S::ENUM, S::SYMBOLS.len())?;
+        Ok(Symbol(S::value(index)))
     }
 }
 
@@ -653,12 +584,11 @@ macro_rules! symbols {
         impl Symbols for $name {
             type Value = $value;
             const ENUM: &'static str = $avro;
+            const SYMBOLS: &'static [&'static str] = &[$($symbol),+];
 
-            fn value(symbol: &str) -> Option<$value> {
-                Some(match symbol {
-                    $($symbol => $value::$variant,)+
-                    _ => return None,
-                })
+            fn value(index: usize) -> $value {
+                const VALUES: &[$value] = &[$($value::$variant),+];
+                VALUES[index]
             }
         }
     )+};
@@ -734,9 +664,10 @@ struct DisputeGrounds;
 impl Symbols for DisputeGrounds {
     type Value = String;
     const ENUM: &'static str = "DisputeGrounds";
+    const SYMBOLS: &'static [&'static str] = &["OWNERSHIP", "SHARE_SPLIT", "ATTRIBUTION", "PLAGIARISM", "OTHER"];
 
-    fn value(symbol: &str) -> Option<String> {
-        Some(symbol.to_ascii_lowercase())
+    fn value(index: usize) -> String {
+        Self::SYMBOLS[index].to_ascii_lowercase()
     }
 }
 
@@ -747,17 +678,17 @@ mod tests {
     use super::*;
     use crate::contract::Contract;
 
-    /// Every symbol of every enum of the contract means something here, and
-    /// no two symbols of an enum mean the same (grounds are kept as written).
+    /// Every enum of the contract is read with its symbols in the
+    /// contract's order (an index read means the contract's symbol), and no
+    /// two symbols of an enum mean the same here (grounds are kept as written).
     #[test]
-    fn every_symbol_of_the_contract_has_a_meaning_of_its_own() {
-        fn meanings<S: Symbols>(symbols: &[String]) -> Option<usize>
+    fn every_symbol_of_the_contract_is_read_at_its_index_with_a_meaning_of_its_own() {
+        fn meanings<S: Symbols>(symbols: &[String]) -> usize
         where
             S::Value: std::fmt::Debug,
         {
-            let values: Option<BTreeSet<String>> =
-                symbols.iter().map(|symbol| S::value(symbol).map(|value| format!("{value:?}"))).collect();
-            values.map(|values| values.len())
+            assert_eq!(S::SYMBOLS, symbols, "{}", S::ENUM);
+            (0..symbols.len()).map(|index| format!("{:?}", S::value(index))).collect::<BTreeSet<_>>().len()
         }
         let contract = Contract::load().expect("the contract");
         let mut found = BTreeSet::new();
@@ -779,11 +710,43 @@ mod tests {
                     "PartyKind" => meanings::<PartyKinds>(&symbols),
                     other => panic!("the enum {other} has no reading"),
                 };
-                assert_eq!(distinct, Some(symbols.len()), "{name}: {symbols:?}");
+                assert_eq!(distinct, symbols.len(), "{name}: {symbols:?}");
                 found.insert(name);
             }
         }
         assert_eq!(found.len(), 10, "{found:?}");
+    }
+
+    /// [`PersonalData`] reads past the fields the contract gives a party's
+    /// personal data, in their order, without a type for them.
+    #[test]
+    fn personal_data_is_read_past_as_the_contract_writes_it() {
+        let contract = Contract::load().expect("the contract");
+        let json = serde_json::to_value(contract.reader_schema(Topic::Parties)).expect("the schema as JSON");
+        let mut records = Vec::new();
+        collect_records(&json, &mut records);
+        let personal = records
+            .iter()
+            .find(|record| record["name"].as_str().is_some_and(|name| name.ends_with("PartyPersonalData")))
+            .expect("the personal data record");
+        let types: Vec<String> =
+            personal["fields"].as_array().expect("fields").iter().map(|field| field["type"].to_string()).collect();
+        let string = r#"["null","string"]"#;
+        let date = r#"["null",{"logicalType":"date","type":"int"}]"#;
+        assert_eq!(types, [string, string, string, date, string]);
+    }
+
+    fn collect_records<'a>(json: &'a serde_json::Value, records: &mut Vec<&'a serde_json::Value>) {
+        match json {
+            serde_json::Value::Object(object) => {
+                if object.get("type").and_then(serde_json::Value::as_str) == Some("record") {
+                    records.push(json);
+                }
+                object.values().for_each(|value| collect_records(value, records));
+            }
+            serde_json::Value::Array(items) => items.iter().for_each(|item| collect_records(item, records)),
+            _ => {}
+        }
     }
 
     fn collect_enums(json: &serde_json::Value, enums: &mut Vec<(String, Vec<String>)>) {

@@ -34,7 +34,7 @@ pub use super::schema_ids::SchemaIds;
 use crate::contract::{Contract, Topic};
 use crate::datum_codec::DatumCodec;
 use crate::events::Event;
-use crate::events::decode::decode_datum;
+use crate::events::decode::{DatumError, decode_datum};
 use crate::resolution::Resolver;
 use crate::source::{Rejection, accept, event_from_value};
 
@@ -161,7 +161,7 @@ impl WireDecoder {
             )));
         }
         let resolver = writer.resolver.as_ref().map_err(|error| poison(error.clone()))?;
-        let undecodable = |error: apache_avro::Error| poison(format!("undecodable datum: {error}"));
+        let undecodable = |error: DatumError| poison(format!("undecodable datum: {error}"));
         let all_read = |datum: &[u8]| match datum {
             [] => Ok(()),
             left => Err(poison(format!("{} bytes left after the datum", left.len()))),
@@ -171,7 +171,7 @@ impl WireDecoder {
             all_read(datum)?;
             return accept(topic, resolver, decoded).map_err(WireError::Poison);
         }
-        let decoded = writer.codec.read_value(&mut datum).map_err(undecodable)?;
+        let decoded = writer.codec.read_value(&mut datum).map_err(|error| undecodable(error.into()))?;
         all_read(datum)?;
         event_from_value(&self.contract, topic, resolver, decoded).map_err(WireError::Poison)
     }
