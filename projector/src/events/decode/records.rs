@@ -24,29 +24,18 @@ pub(in crate::events) trait Decode: Sized {
     fn decode(bytes: &mut &[u8]) -> Result<Self, BinaryError>;
 }
 
-impl Decode for String {
-    fn decode(bytes: &mut &[u8]) -> Result<Self, BinaryError> {
-        binary::string(bytes)
-    }
+/// Each primitive of the contract, read as [`binary`] reads its kind.
+macro_rules! primitives {
+    ($($type:ty => $read:path),+ $(,)?) => {$(
+        impl Decode for $type {
+            fn decode(bytes: &mut &[u8]) -> Result<Self, BinaryError> {
+                $read(bytes)
+            }
+        }
+    )+};
 }
 
-impl Decode for i64 {
-    fn decode(bytes: &mut &[u8]) -> Result<Self, BinaryError> {
-        binary::long(bytes)
-    }
-}
-
-impl Decode for i32 {
-    fn decode(bytes: &mut &[u8]) -> Result<Self, BinaryError> {
-        binary::int(bytes)
-    }
-}
-
-impl Decode for bool {
-    fn decode(bytes: &mut &[u8]) -> Result<Self, BinaryError> {
-        binary::boolean(bytes)
-    }
-}
+primitives! { String => binary::string, i64 => binary::long, i32 => binary::int, bool => binary::boolean }
 
 /// Every optional field of the contract is a union of null, first, and its type.
 impl<T: Decode> Decode for Option<T> {
