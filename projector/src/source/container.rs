@@ -54,6 +54,8 @@ pub struct Container<R> {
     read: usize,
     /// The datums of `block` not read yet.
     left: u64,
+    /// An error has been returned: nothing after it is read.
+    failed: bool,
 }
 
 impl<R: Read> Container<R> {
@@ -87,7 +89,7 @@ impl<R: Read> Container<R> {
         };
         let mut marker = [0_u8; 16];
         bytes.read_exact(&mut marker)?;
-        Ok(Container { bytes, schema, codec, marker, block: Vec::new(), read: 0, left: 0 })
+        Ok(Container { bytes, schema, codec, marker, block: Vec::new(), read: 0, left: 0, failed: false })
     }
 
     pub fn writer_schema(&self) -> &Schema {
@@ -101,6 +103,18 @@ impl<R: Read> Container<R> {
         &mut self,
         read: impl FnOnce(&mut &[u8]) -> Result<T, DatumError>,
     ) -> Option<Result<T, ContainerError>> {
+        if self.failed {
+            return None;
+        }
+        let datum = self.read_datum(read);
+        self.failed = matches!(datum, Some(Err(_)));
+        datum
+    }
+
+    fn read_datum<T>(
+        &mut self,
+        read: impl FnOnce(&mut &[u8]) -> Result<T, DatumError>,
+    ) -> Option<Result<T, ContainerError>> {
         if self.left == 0 {
             match self.next_block() {
                 Ok(true) => {}
@@ -110,7 +124,7 @@ impl<R: Read> Container<R> {
         }
         let before = &self.block[self.read..];
         let mut datum = before;
-        let value = read(&mut datum);
+        let value = read(&mut datum).map_err(ContainerError::from);
         let length = before.len() - datum.len();
         // A datum that takes no bytes would let a block's count, however
         // large, be read without reading anything.
@@ -119,7 +133,7 @@ impl<R: Read> Container<R> {
         }
         self.read += length;
         self.left -= 1;
-        Some(value.map_err(ContainerError::from))
+        Some(value)
     }
 
     /// Reads the next block into `block`; false at the end of the file, or
@@ -239,6 +253,21 @@ mod tests {
         let last = foreign.len() - 1;
         foreign[last] ^= 1;
         assert_eq!(longs(&foreign)[20], Err(ContainerError::Marker.to_string()));
+        // The marker after the second block changed (the header has it
+        // first): that block is refused whole, and the one after it is not read.
+        let marker = &whole[whole.len() - 16..];
+        let after_second_block =
+            (1..whole.len() - 16).filter(|&at| &whole[at..at + 16] == marker).nth(2).expect("a third marker");
+        let mut foreign = whole.clone();
+        foreign[after_second_block] ^= 1;
+        let read = longs(&foreign);
+        assert_eq!(read.len(), 11);
+        assert_eq!(read[10], Err(ContainerError::Marker.to_string()));
+        let mut file = Container::open(foreign.as_slice()).expect("a header");
+        let outcomes: Vec<bool> = std::iter::from_fn(|| file.next_datum(|datum| Ok(datum.split_off_first().copied())))
+            .map(|outcome| outcome.is_ok())
+            .collect();
+        assert_eq!(outcomes, [[true; 10].as_slice(), &[false]].concat(), "nothing is read after an error");
         assert!(matches!(Container::open(&b"PAR1 not a container"[..]), Err(ContainerError::Magic)));
     }
 }
