@@ -65,6 +65,12 @@ macro_rules! record {
                 Ok($name { $($field: Decode::decode(bytes)?),+ })
             }
         }
+
+        #[cfg(test)]
+        impl $name {
+            /// The fields as declared, for the test that holds them to the contract.
+            const FIELDS: &[&str] = &[$(stringify!($field)),+];
+        }
     };
 }
 
@@ -105,6 +111,12 @@ macro_rules! topic_events {
                 let _ = place;
                 Ok($payload::OutsideContract(index))
             }
+        }
+
+        #[cfg(test)]
+        impl $payload {
+            /// The branches as declared, for the test that holds them to the contract.
+            const BRANCHES: &[&str] = &[$(stringify!($branch)),+];
         }
 
         impl $record {
@@ -723,6 +735,102 @@ mod tests {
         let string = r#"["null","string"]"#;
         let date = r#"["null",{"logicalType":"date","type":"int"}]"#;
         assert_eq!(types, [string, string, string, date, string]);
+    }
+
+    /// Every record of the contract but a party's personal data (read past
+    /// by [`PersonalData`]) has a type here that lists its fields by name,
+    /// in the contract's order.
+    #[test]
+    fn every_record_type_lists_its_records_fields_in_the_contracts_order() {
+        let declared: Vec<(&str, &[&str])> = vec![
+            ("Envelope", EnvelopeRecord::FIELDS),
+            ("WorkEvent", WorkEvent::FIELDS),
+            ("WorkRegistered", WorkRegistered::FIELDS),
+            ("Creator", CreatorRecord::FIELDS),
+            ("WorkAmended", WorkAmended::FIELDS),
+            ("WorkPublished", WorkPublished::FIELDS),
+            ("WorkWithdrawn", WorkWithdrawn::FIELDS),
+            ("RightsEvent", RightsEvent::FIELDS),
+            ("RightsChainRecorded", RightsChainRecorded::FIELDS),
+            ("Right", Right::FIELDS),
+            ("LicensingAvailabilityChanged", LicensingAvailabilityChanged::FIELDS),
+            ("LicenseEvent", LicenseEvent::FIELDS),
+            ("LicenseGranted", LicenseGranted::FIELDS),
+            ("LicenseStatusChanged", LicenseStatusChanged::FIELDS),
+            ("LicenseRenewed", LicenseRenewed::FIELDS),
+            ("DisputeEvent", DisputeEvent::FIELDS),
+            ("DisputeOpened", DisputeOpened::FIELDS),
+            ("DisputeUpdated", DisputeUpdated::FIELDS),
+            ("DisputeResolved", DisputeResolved::FIELDS),
+            ("CertificateEvent", CertificateEvent::FIELDS),
+            ("CertificateIssued", CertificateIssued::FIELDS),
+            ("CertificateRevoked", CertificateRevoked::FIELDS),
+            ("PartyEvent", PartyEvent::FIELDS),
+            ("PartyRegistered", PartyRegistered::FIELDS),
+            ("PartyPublicProfile", PartyPublicProfile::FIELDS),
+            ("PartyRenamed", PartyRenamed::FIELDS),
+            ("PartyIdentifiersChanged", PartyIdentifiersChanged::FIELDS),
+            ("PartyPersonalDataChanged", PartyPersonalDataChanged::FIELDS),
+        ];
+        let snake_case = |name: &str| {
+            let mut snake = String::new();
+            for character in name.chars() {
+                if character.is_ascii_uppercase() {
+                    snake.push('_');
+                }
+                snake.push(character.to_ascii_lowercase());
+            }
+            snake
+        };
+        let contract = Contract::load().expect("the contract");
+        let mut in_contract = std::collections::BTreeMap::new();
+        for topic in Topic::ALL {
+            let json = serde_json::to_value(contract.reader_schema(topic)).expect("the schema as JSON");
+            let mut records = Vec::new();
+            collect_records(&json, &mut records);
+            for record in records {
+                let name = record["name"].as_str().expect("a name").rsplit('.').next().unwrap_or_default();
+                let fields = record["fields"].as_array().expect("fields").iter();
+                let fields: Vec<String> =
+                    fields.map(|field| snake_case(field["name"].as_str().expect("a name"))).collect();
+                in_contract.insert(name.to_owned(), fields);
+            }
+        }
+        assert!(in_contract.remove("PartyPersonalData").is_some());
+        for (name, fields) in &declared {
+            let fields: Vec<&str> = fields.iter().map(|field| field.trim_start_matches('_')).collect();
+            assert_eq!(
+                in_contract.remove(*name),
+                Some(fields.iter().map(|field| field.to_string()).collect()),
+                "{name}"
+            );
+        }
+        assert!(in_contract.is_empty(), "records of the contract with no type here: {in_contract:?}");
+    }
+
+    /// Each payload union's branches are declared in the contract's order,
+    /// so that a branch index read means the contract's record.
+    #[test]
+    fn every_payload_lists_its_unions_branches_in_the_contracts_order() {
+        let contract = Contract::load().expect("the contract");
+        for (topic, declared) in [
+            (Topic::Works, WorkPayload::BRANCHES),
+            (Topic::Rights, RightsPayload::BRANCHES),
+            (Topic::Licenses, LicensePayload::BRANCHES),
+            (Topic::Disputes, DisputePayload::BRANCHES),
+            (Topic::Certificates, CertificatePayload::BRANCHES),
+            (Topic::Parties, PartyPayload::BRANCHES),
+        ] {
+            let json = serde_json::to_value(contract.reader_schema(topic)).expect("the schema as JSON");
+            let payload = json["fields"].as_array().expect("fields").iter().find(|field| field["name"] == "payload");
+            let branches = payload.and_then(|payload| payload["type"].as_array()).expect("a payload union");
+            let names: Vec<&str> = branches
+                .iter()
+                .map(|branch| branch.as_str().or_else(|| branch["name"].as_str()).expect("a named branch"))
+                .map(|name| name.rsplit('.').next().unwrap_or_default())
+                .collect();
+            assert_eq!(names, declared, "{}", topic.name());
+        }
     }
 
     fn collect_records<'a>(json: &'a serde_json::Value, records: &mut Vec<&'a serde_json::Value>) {
