@@ -43,7 +43,9 @@ pub enum RecordError {
 pub enum DatumError {
     #[error(transparent)]
     Binary(#[from] BinaryError),
-    /// Read past with the writer's schema (an event type outside the contract).
+    /// apache-avro's reader of the writer schema refused them: the datum of
+    /// an event type outside the contract, read past, or of a writer that
+    /// needs resolving, read as generic values.
     #[error(transparent)]
     Avro(#[from] apache_avro::Error),
 }
