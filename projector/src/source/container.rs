@@ -19,7 +19,7 @@ use apache_avro::{Codec, Schema};
 use crate::events::decode::DatumError;
 
 /// The first bytes of every container file.
-const MAGIC: [u8; 4] = *b"Obj\x01";
+pub(super) const MAGIC: [u8; 4] = *b"Obj\x01";
 
 /// Why a container file, or a block of it, cannot be read.
 #[derive(Debug, thiserror::Error)]
@@ -165,22 +165,26 @@ impl<R: Read> Container<R> {
         }
     }
 
-    /// A long of a block's header; `None` at the end of the file, before
-    /// its first byte.
     fn block_long(&mut self) -> Result<Option<i64>, ContainerError> {
-        let mut value = 0_u64;
-        for (index, shift) in (0..64).step_by(7).enumerate() {
-            let mut byte = [0_u8];
-            if self.bytes.read(&mut byte)? == 0 {
-                return if index == 0 { Ok(None) } else { Err(eof("a block's header")) };
-            }
-            value |= u64::from(byte[0] & 0x7f) << shift;
-            if byte[0] & 0x80 == 0 {
-                return Ok(Some((value >> 1) as i64 ^ -((value & 1) as i64)));
-            }
-        }
-        Err(ContainerError::Header("of a block has a long of more than ten bytes".into()))
+        read_long(&mut self.bytes)
     }
+}
+
+/// One zigzag-encoded variable-length long of a file's header or a block's;
+/// `None` at the end of the bytes, before its first byte.
+pub(super) fn read_long(bytes: &mut impl Read) -> Result<Option<i64>, ContainerError> {
+    let mut value = 0_u64;
+    for (index, shift) in (0..64).step_by(7).enumerate() {
+        let mut byte = [0_u8];
+        if bytes.read(&mut byte)? == 0 {
+            return if index == 0 { Ok(None) } else { Err(eof("a block's header")) };
+        }
+        value |= u64::from(byte[0] & 0x7f) << shift;
+        if byte[0] & 0x80 == 0 {
+            return Ok(Some((value >> 1) as i64 ^ -((value & 1) as i64)));
+        }
+    }
+    Err(ContainerError::Header("of a block has a long of more than ten bytes".into()))
 }
 
 /// `error`, or that the file ends inside `what` when that is what it says.

@@ -10,8 +10,8 @@
 use std::io::{BufReader, Read, Seek};
 use std::path::Path;
 
-/// The first bytes of every container file.
-const MAGIC: [u8; 4] = *b"Obj\x01";
+use super::container::{self, MAGIC};
+
 /// The length of a file's sync marker.
 const SYNC_LENGTH: i64 = 16;
 
@@ -79,19 +79,10 @@ fn skip_metadata(bytes: &mut (impl Read + Seek)) -> Option<()> {
     }
 }
 
-/// One zigzag-encoded variable-length long; `None` at the end of the
-/// bytes or on a long of more than ten bytes.
+/// One long of the header or a block's; `None` at the end of the bytes or
+/// on a long of more than ten bytes.
 fn read_long(bytes: &mut impl Read) -> Option<i64> {
-    let mut value = 0_u64;
-    for shift in (0..70).step_by(7) {
-        let mut byte = [0_u8];
-        bytes.read_exact(&mut byte).ok()?;
-        value |= u64::from(byte[0] & 0x7f) << shift;
-        if byte[0] & 0x80 == 0 {
-            return Some((value >> 1) as i64 ^ -((value & 1) as i64));
-        }
-    }
-    None
+    container::read_long(bytes).ok().flatten()
 }
 
 #[cfg(test)]
