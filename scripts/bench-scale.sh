@@ -160,7 +160,7 @@ PY
     python3 - "$size_directory" "$works" "$start" "$end" "$rebuild_start" "$rebuild_end" >>"$results" <<'PY'
 import contextlib, json, re, sqlite3, sys
 sys.path.insert(0, "scripts/bench")
-from wrk_rounds import median_round, read_round, socket_errors
+from wrk_rounds import described_failures, failures, median_round, read_round
 directory, works = sys.argv[1], int(sys.argv[2])
 start, end, rebuild_start, rebuild_end = map(float, sys.argv[3:7])
 summary = json.loads(open(f"{directory}/summary.json").read().strip().splitlines()[-1])
@@ -188,7 +188,7 @@ print(json.dumps({
     "pages": json.loads(open(f"{directory}/pages.json").read()),
     "rebuild_seconds": rebuild_end - rebuild_start,
     "during_rebuild": during,
-    "during_rebuild_failed": during[3] + socket_errors(f"{directory}/during-rebuild.txt"),
+    "during_rebuild_failed": described_failures(failures(f"{directory}/during-rebuild.txt")),
 }))
 PY
     # Printed as it comes, so that a later size's failure keeps this one's figures.

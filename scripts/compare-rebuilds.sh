@@ -42,7 +42,8 @@ pids+=($!)
 wait_for "http://127.0.0.1:$api_port/api/v1/public/v1/openapi.json"
 warm "$api_port"
 
-# One rebuild under load; appends "label seconds cpu_seconds lookups_per_second p99 failed" to the results.
+# One rebuild under load; appends "label seconds cpu_seconds lookups_per_second p99 failed kinds" to
+# the results, kinds naming what failed ("timeout=2,read=1", or "-").
 run() {
     local label="$1" binary="$2" start end
     sync
@@ -59,17 +60,18 @@ run() {
     python3 - "$work_directory" "$label" "$start" "$end" >>"$work_directory/results" <<'PY'
 import re, sys
 sys.path.insert(0, "scripts/bench")
-from wrk_rounds import read_round, socket_errors
+from wrk_rounds import failures, read_round
 directory, label, start, end = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
 timing = open(f"{directory}/time.txt").read()
 field = lambda name: float(re.search(rf"{name}: ([\d.]+)", timing).group(1))
 cpu = field(r"User time \(seconds\)") + field(r"System time \(seconds\)")
-rate, _, p99, failed, _ = read_round(f"{directory}/wrk.txt")
+rate, _, p99, _, _ = read_round(f"{directory}/wrk.txt")
 # A request that got no answer at all counts as failed too.
-print(label, end - start, cpu, rate, p99, failed + socket_errors(f"{directory}/wrk.txt"))
+kinds = failures(f"{directory}/wrk.txt")
+print(label, end - start, cpu, rate, p99, sum(kinds.values()), ",".join(f"{kind}={count}" for kind, count in kinds.items()) or "-")
 PY
     tail -n 1 "$work_directory/results" |
-        awk '{printf "%s  rebuild %6.1f s  cpu %6.1f s  lookups meanwhile %8.0f/s, p99 %.2f ms, %d failed\n", $1, $2, $3, $4, $5, $6}'
+        awk '{printf "%s  rebuild %6.1f s  cpu %6.1f s  lookups meanwhile %8.0f/s, p99 %.2f ms, %d failed (%s)\n", $1, $2, $3, $4, $5, $6, $7}'
 }
 
 alternate_pairs "$pairs"
@@ -78,7 +80,7 @@ python3 - "$work_directory/results" <<'PY'
 import sys
 runs = {}
 for line in open(sys.argv[1]):
-    label, seconds, cpu, rate, p99, failed = line.split()
+    label, seconds, cpu, rate, p99, failed, _ = line.split()
     runs.setdefault(label, []).append((float(seconds), float(cpu), float(rate), float(p99), int(failed)))
 for label in ("A", "B"):
     seconds, cpus, rates, p99s, failed = zip(*runs[label])

@@ -19,10 +19,26 @@ def read_round(path):
     return rate, percentile(50), percentile(99), int(failed.group(1)) if failed else 0, requests
 
 
-def socket_errors(path):
-    """The requests of one wrk report that got no answer at all (connect, read, write and timeout errors)."""
-    found = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", open(path).read())
-    return sum(map(int, found.groups())) if found else 0
+def failures(path):
+    """The failed requests of one wrk report by kind (answers other than 2xx
+    and 3xx, then connect, read, write and timeout errors), kinds that did
+    not occur left out."""
+    text = open(path).read()
+    kinds = {}
+    answered = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
+    if answered:
+        kinds["non-2xx"] = int(answered.group(1))
+    found = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", text)
+    if found:
+        kinds |= dict(zip(("connect", "read", "write", "timeout"), map(int, found.groups())))
+    return {kind: count for kind, count in kinds.items() if count}
+
+
+def described_failures(kinds):
+    """`0`, or the total and its kinds: `2 (timeout 2)`."""
+    if not kinds:
+        return "0"
+    return f"{sum(kinds.values())} (" + ", ".join(f"{kind} {count}" for kind, count in kinds.items()) + ")"
 
 
 def median_round(directory, name, rounds=3):
