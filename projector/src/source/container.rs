@@ -140,9 +140,9 @@ impl<R: Read> Container<R> {
     /// after blocks of no datums up to it.
     fn next_block(&mut self) -> Result<bool, ContainerError> {
         loop {
-            let Some(count) = self.block_long()? else { return Ok(false) };
+            let Some(count) = read_long(&mut self.bytes)? else { return Ok(false) };
             let count = u64::try_from(count).map_err(|_| ContainerError::Negative("record count"))?;
-            let size = self.block_long()?.ok_or_else(|| eof("a block's size"))?;
+            let size = read_long(&mut self.bytes)?.ok_or_else(|| eof("a block's size"))?;
             let size = u64::try_from(size).map_err(|_| ContainerError::Negative("size"))?;
             self.block.clear();
             // Read through `take`, so the buffer grows with the bytes there
@@ -163,10 +163,6 @@ impl<R: Read> Container<R> {
                 return Ok(true);
             }
         }
-    }
-
-    fn block_long(&mut self) -> Result<Option<i64>, ContainerError> {
-        read_long(&mut self.bytes)
     }
 }
 
