@@ -99,7 +99,7 @@ impl App {
         cost: NonZeroU32,
     ) -> Result<Granted, Response> {
         let principal = self.authenticate(credentials).await.map_err(IntoResponse::into_response)?;
-        let rate = self.rate_limits.check_cost(&principal.key_id, principal.rate_limit, cost);
+        let rate = self.rate_limits.check_cost(principal.rate_client, principal.rate_limit, cost);
         let refuse = |error: ApiError| with_rate_headers(error.into_response(), &rate);
         if let Some(retry_after) = rate.retry_after {
             if cost.get() > principal.rate_limit {

@@ -41,17 +41,23 @@ use read_model::answer_tags::{self, Requester};
 
 use crate::compression::{self, Encoding};
 
+// Header values are constants: `HeaderValue::from_static` outside a
+// constant checks every byte again on each answer.
+
 /// `Vary`: answers depend on the key (its audience and scopes), on `Accept`
 /// and, through their coding, on `Accept-Encoding`.
-const VARY: &str = "accept, accept-encoding, x-api-key";
+const VARY: HeaderValue = HeaderValue::from_static("accept, accept-encoding, x-api-key");
+
+/// `Vary` of an untagged answer that was offered a coding.
+const VARY_CODING: HeaderValue = HeaderValue::from_static("accept-encoding");
 
 /// Bodies at least this large are compressed off the request threads.
 const COMPRESSED_ON_A_BLOCKING_THREAD_FROM: usize = 64 * 1024;
 
 /// Keyed answers belong to one client: no shared cache keeps them, and the
 /// client revalidates before it reuses one. Keyless answers may be shared.
-const KEYED_CACHE_CONTROL: &str = "private, no-cache";
-const KEYLESS_CACHE_CONTROL: &str = "public, no-cache";
+const KEYED_CACHE_CONTROL: HeaderValue = HeaderValue::from_static("private, no-cache");
+const KEYLESS_CACHE_CONTROL: HeaderValue = HeaderValue::from_static("public, no-cache");
 
 /// The tag a handler computed for its answer (a weak tag of what a
 /// computed answer states), used instead of a hash of the bytes.
@@ -118,15 +124,15 @@ impl Conditions {
             && let Some(compressed) = compress(encoding, body.clone()).await
         {
             tag = with_coding(&tag, encoding);
-            parts.headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static(encoding.token()));
+            parts.headers.insert(header::CONTENT_ENCODING, encoding.header_value());
             parts.headers.remove(header::CONTENT_LENGTH);
             body = compressed;
         }
         let cache_control = if key_kind == Requester::Keyless { KEYLESS_CACHE_CONTROL } else { KEYED_CACHE_CONTROL };
         if !parts.headers.contains_key(header::CACHE_CONTROL) {
-            parts.headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache_control));
+            parts.headers.insert(header::CACHE_CONTROL, cache_control);
         }
-        parts.headers.insert(header::VARY, HeaderValue::from_static(VARY));
+        parts.headers.insert(header::VARY, VARY);
         let not_modified = match (&if_none_match, &if_modified_since) {
             (Some(condition), _) => names_tag(condition, &tag),
             (None, Some(since)) => unmodified_since(parts.headers.get(header::LAST_MODIFIED), since),
@@ -190,13 +196,13 @@ async fn compressed_untagged(response: Response, encoding: Option<Encoding>) -> 
         return StatusCode::INTERNAL_SERVER_ERROR.into_response();
     };
     let bytes = collected.to_bytes();
-    parts.headers.append(header::VARY, HeaderValue::from_static("accept-encoding"));
+    parts.headers.append(header::VARY, VARY_CODING);
     if !worth_compressing(&parts.headers, &bytes) {
         return Response::from_parts(parts, Body::from(bytes));
     }
     match compress(encoding, bytes.clone()).await {
         Some(compressed) => {
-            parts.headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static(encoding.token()));
+            parts.headers.insert(header::CONTENT_ENCODING, encoding.header_value());
             parts.headers.remove(header::CONTENT_LENGTH);
             Response::from_parts(parts, Body::from(compressed))
         }

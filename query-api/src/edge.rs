@@ -112,11 +112,12 @@ where
             let limited = pin!(request_timeout::within(settings.request_timeout, route, answer));
             let mut response = limited.instrument(span.clone()).await;
             let status = response.status();
+            let elapsed = started.elapsed();
             span.record("status", status.as_u16());
             span.in_scope(|| {
-                tracing::debug!(elapsed_us = started.elapsed().as_micros() as u64, "answered");
+                tracing::debug!(elapsed_us = elapsed.as_micros() as u64, "answered");
             });
-            settings.metrics.record_request(&edge.series, route, &method, status, started.elapsed());
+            settings.metrics.record_request(&edge.series, route, &method, status, elapsed);
             cross_origin::add_common_headers(response.headers_mut());
             response.headers_mut().insert(REQUEST_ID_HEADER, request_id);
             Ok(response)

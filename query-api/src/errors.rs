@@ -205,7 +205,7 @@ impl IntoResponse for ApiError {
         let status = self.status();
         let mut response = (status, serde_json::to_vec(&self.problem()).unwrap_or_default()).into_response();
         let headers = response.headers_mut();
-        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/problem+json"));
+        headers.insert(header::CONTENT_TYPE, const { HeaderValue::from_static("application/problem+json") });
         match self {
             ApiError::RateLimited { retry_after } => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after));

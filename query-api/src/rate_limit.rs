@@ -26,8 +26,8 @@
 
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher, RandomState};
 use std::num::NonZeroU32;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, LazyLock};
 
 use axum::body::Bytes;
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
@@ -39,17 +39,34 @@ use governor::{Quota, RateLimiter};
 
 /// A client, by a 128-bit keyed hash of its name: fixed-size map keys cost no
 /// allocation per request, and with keys drawn per process nobody can make
-/// two clients collide.
-type ClientKey = u128;
+/// two clients collide. A name that many requests share (a key's id) is
+/// hashed once, where its principal is made, not on each request.
+///
+/// Two halves rather than a `u128`, whose alignment of 16 would pass to
+/// every future that holds a principal: those are then allocated on a
+/// slower, aligned path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Client {
+    high: u64,
+    low: u64,
+}
 
-type KeyedLimiter<C> = RateLimiter<
-    ClientKey,
-    DashMapStateStore<ClientKey, BuildHasherDefault<ClientKeyHash>>,
-    C,
-    StateInformationMiddleware,
->;
+/// The keys of [`Client::named`]'s hash, drawn once per process.
+static CLIENT_HASH_KEYS: LazyLock<(RandomState, RandomState)> =
+    LazyLock::new(|| (RandomState::new(), RandomState::new()));
 
-/// A limiter map's hash of a [`ClientKey`]: its two halves folded. The key
+impl Client {
+    /// The client of this name.
+    pub fn named(name: &str) -> Client {
+        let (high, low) = &*CLIENT_HASH_KEYS;
+        Client { high: high.hash_one(name), low: low.hash_one(name) }
+    }
+}
+
+type KeyedLimiter<C> =
+    RateLimiter<Client, DashMapStateStore<Client, BuildHasherDefault<ClientKeyHash>>, C, StateInformationMiddleware>;
+
+/// A limiter map's hash of a [`Client`]: its two halves folded. The key
 /// is already a keyed hash, so hashing it again (the map's default SipHash,
 /// on every request) would add nothing but cost.
 #[derive(Debug, Default, Clone, Copy)]
@@ -66,8 +83,8 @@ impl Hasher for ClientKeyHash {
         }
     }
 
-    fn write_u128(&mut self, key: u128) {
-        self.0 ^= (key as u64) ^ ((key >> 64) as u64);
+    fn write_u64(&mut self, half: u64) {
+        self.0 ^= half;
     }
 }
 
@@ -139,7 +156,6 @@ pub struct RateLimits<C: Clock = DefaultClock> {
     default_limiter: KeyedLimiter<C>,
     /// The limiters of the other limits that production keys carry.
     other_limiters: DashMap<NonZeroU32, Arc<KeyedLimiter<C>>>,
-    hash_keys: (RandomState, RandomState),
     checks: AtomicU64,
     /// Clients tracked after the last sweep, at least [`FIRST_SWEEP_AT`] / 2.
     tracked_after_sweep: AtomicUsize,
@@ -162,7 +178,6 @@ impl<C: Clock + Clone> RateLimits<C> {
             clock,
             default_limit,
             other_limiters: DashMap::new(),
-            hash_keys: (RandomState::new(), RandomState::new()),
             checks: AtomicU64::new(0),
             tracked_after_sweep: AtomicUsize::new(FIRST_SWEEP_AT / 2),
             sweeping: AtomicBool::new(false),
@@ -174,14 +189,13 @@ impl<C: Clock + Clone> RateLimits<C> {
     /// A client whose limit changes (its key was reissued with another)
     /// starts a fresh quota at the new limit.
     pub fn check(&self, client: &str, per_minute: u32) -> RateDecision {
-        self.check_cost(client, per_minute, NonZeroU32::MIN)
+        self.check_cost(Client::named(client), per_minute, NonZeroU32::MIN)
     }
 
     /// Counts `cost` requests of `client` at once (a batch of lookups): all
     /// of them pass, or none does and the quota is left as it was.
-    pub fn check_cost(&self, client: &str, per_minute: u32, cost: NonZeroU32) -> RateDecision {
+    pub fn check_cost(&self, client: Client, per_minute: u32, cost: NonZeroU32) -> RateDecision {
         let limit = NonZeroU32::new(per_minute).unwrap_or(NonZeroU32::MIN);
-        let key = self.client_key(client);
         let other;
         let limiter = if limit == self.default_limit {
             &self.default_limiter
@@ -191,9 +205,9 @@ impl<C: Clock + Clone> RateLimits<C> {
         };
         // A cost above the whole quota can never pass. It is refused,
         // counted as one request, so that the headers tell what is left.
-        let (outcome, counted, over_quota) = match limiter.check_key_n(&key, cost) {
+        let (outcome, counted, over_quota) = match limiter.check_key_n(&client, cost) {
             Ok(outcome) => (outcome, cost, false),
-            Err(_) => (limiter.check_key(&key), NonZeroU32::MIN, true),
+            Err(_) => (limiter.check_key(&client), NonZeroU32::MIN, true),
         };
         if self.checks.fetch_add(1, Ordering::Relaxed) % COUNT_EVERY == COUNT_EVERY - 1 {
             self.sweep_if_grown();
@@ -235,11 +249,6 @@ impl<C: Clock + Clone> RateLimits<C> {
             limiter.retain_recent();
             limiter.shrink_to_fit();
         }
-    }
-
-    fn client_key(&self, client: &str) -> ClientKey {
-        let (high, low) = (&self.hash_keys.0, &self.hash_keys.1);
-        (u128::from(high.hash_one(client)) << 64) | u128::from(low.hash_one(client))
     }
 
     fn limiter_of(&self, limit: NonZeroU32) -> Arc<KeyedLimiter<C>> {
@@ -297,6 +306,17 @@ mod tests {
             assert_eq!(headers[REMAINING_HEADER], remaining.to_string().as_str());
             assert_eq!(headers[RESET_HEADER], reset_seconds.to_string().as_str());
         }
+    }
+
+    #[test]
+    fn a_client_hashed_once_shares_the_quota_of_its_name() {
+        let limits = RateLimits::new(60);
+        assert_eq!(Client::named("key"), Client::named("key"));
+        assert_ne!(Client::named("key"), Client::named("other"));
+        limits.check("key", 5);
+        let decision = limits.check_cost(Client::named("key"), 5, NonZeroU32::MIN);
+        assert_eq!(decision.remaining, 3, "the name and its client are one client");
+        assert_eq!(limits.check_cost(Client::named("other"), 5, NonZeroU32::MIN).remaining, 4);
     }
 
     #[test]

@@ -66,6 +66,7 @@ mod tests {
         Principal {
             kind: KeyKind::Production,
             key_id: key_id.into(),
+            rate_client: crate::rate_limit::Client::named(key_id),
             scopes: Scopes::all(),
             rate_limit: 60,
             notification_filter: None,

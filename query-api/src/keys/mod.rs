@@ -20,6 +20,7 @@ use axum::http::HeaderName;
 use serde::{Deserialize, Serialize};
 
 use self::notification_filter::NotificationFilter;
+use crate::rate_limit::Client;
 
 /// The header a key travels in. A name made once: finding a header by a
 /// string parses the string on every request.
@@ -133,6 +134,8 @@ pub struct Principal {
     /// A stable, non-secret id of the key (for rate limits and logs),
     /// shared: a principal is cloned on every request.
     pub key_id: Arc<str>,
+    /// The rate limits' client of `key_id`, hashed once where the principal is made.
+    pub rate_client: Client,
     pub scopes: Scopes,
     /// Requests per minute.
     pub rate_limit: u32,

@@ -20,6 +20,7 @@ use read_model::{ApiKeyRecord, ApiKeys, StoreError};
 use super::memo::KeyMemo;
 use super::notification_filter::NotificationFilter;
 use super::{KeyKind, Principal, Scopes, random_bytes, sha256_hex};
+use crate::rate_limit::Client;
 
 /// How often the keys in memory are reloaded: revocations take effect within
 /// it, with room to spare under load for the promised second.
@@ -247,6 +248,7 @@ fn principal_of(key: &StoredKey) -> Option<Principal> {
     (!key.revoked).then(|| Principal {
         kind: KeyKind::Production,
         key_id: key.key_id.as_str().into(),
+        rate_client: Client::named(&key.key_id),
         scopes: key.scopes,
         rate_limit: key.rate_limit,
         notification_filter: key.notification_filter.clone().map(Arc::new),

@@ -15,6 +15,7 @@ use read_model::hex::lower_hex;
 use sha2::Sha256;
 
 use super::{KeyKind, Principal, Scopes, random_bytes};
+use crate::rate_limit::Client;
 
 const PREFIX: &str = "lcc_sandbox_v1";
 
@@ -135,9 +136,11 @@ impl SandboxKeys {
         if expires <= now_unix {
             return Err(SandboxKeyError::Expired);
         }
+        let key_id = format!("sandbox_{nonce}");
         Ok(Principal {
             kind: KeyKind::Sandbox,
-            key_id: format!("sandbox_{nonce}").into(),
+            rate_client: Client::named(&key_id),
+            key_id: key_id.into(),
             scopes: Scopes::all(),
             rate_limit: self.rate_limit,
             notification_filter: None,

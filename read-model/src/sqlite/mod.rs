@@ -36,7 +36,7 @@ mod webhooks;
 mod work_rows;
 mod writes;
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -64,7 +64,9 @@ struct Inner {
     directory: PathBuf,
     catalog_writer: Mutex<Connection>,
     catalog_readers: ReaderPool,
-    versions: Mutex<HashMap<ModelVersion, Arc<VersionFile>>>,
+    /// A few entries at most, found on every read: a sorted map finds one
+    /// in a comparison or two where a hash map would hash the key first.
+    versions: Mutex<BTreeMap<ModelVersion, Arc<VersionFile>>>,
     active: ActiveVersionCache,
     /// The bound of each version's document cache; 0 turns caching off.
     document_cache_bytes: u64,
@@ -111,7 +113,7 @@ impl SqliteStore {
             inner: Arc::new(Inner {
                 catalog_readers: ReaderPool::new(catalog_path, PageAccess::MemoryMapped, clock.clone()),
                 catalog_writer: Mutex::new(catalog_writer),
-                versions: Mutex::new(HashMap::new()),
+                versions: Mutex::new(BTreeMap::new()),
                 active: ActiveVersionCache::with_clock(clock.clone()),
                 document_cache_bytes,
                 document_cache_counters: Arc::default(),
