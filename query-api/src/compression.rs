@@ -8,7 +8,6 @@
 
 use std::io::Write as _;
 
-use axum::http::HeaderValue;
 use flate2::Compression;
 use flate2::write::GzEncoder;
 
@@ -30,15 +29,6 @@ impl Encoding {
             Encoding::Gzip => "gzip",
             Encoding::Brotli => "br",
             Encoding::Zstd => "zstd",
-        }
-    }
-
-    /// The token as a `Content-Encoding` value.
-    pub fn header_value(self) -> HeaderValue {
-        match self {
-            Encoding::Gzip => const { HeaderValue::from_static("gzip") },
-            Encoding::Brotli => const { HeaderValue::from_static("br") },
-            Encoding::Zstd => const { HeaderValue::from_static("zstd") },
         }
     }
 

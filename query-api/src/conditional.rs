@@ -124,7 +124,7 @@ impl Conditions {
             && let Some(compressed) = compress(encoding, body.clone()).await
         {
             tag = with_coding(&tag, encoding);
-            parts.headers.insert(header::CONTENT_ENCODING, encoding.header_value());
+            parts.headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static(encoding.token()));
             parts.headers.remove(header::CONTENT_LENGTH);
             body = compressed;
         }
@@ -202,7 +202,7 @@ async fn compressed_untagged(response: Response, encoding: Option<Encoding>) -> 
     }
     match compress(encoding, bytes.clone()).await {
         Some(compressed) => {
-            parts.headers.insert(header::CONTENT_ENCODING, encoding.header_value());
+            parts.headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static(encoding.token()));
             parts.headers.remove(header::CONTENT_LENGTH);
             Response::from_parts(parts, Body::from(compressed))
         }

@@ -13,8 +13,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 // The values are constants rather than `HeaderValue::from_static` at each
-// answer: outside a constant, that checks every byte again each time (with
-// the edge's other values, about 200 instructions of a lookup).
+// answer: outside a constant, that checks every byte again each time.
 
 /// Any origin may read the answers.
 const ANY_ORIGIN: HeaderValue = HeaderValue::from_static("*");
