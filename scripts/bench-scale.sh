@@ -15,7 +15,9 @@
 #   an open loop (query-api/examples/open_loop_load.rs: requests due on a
 #   fixed schedule; one that waits for a busy connection counts its latency
 #   from when it was due), with its document cache (the default) and
-#   without, with the rate each reached, its p99 and its errors;
+#   without, with the rate each reached, its p99 and its errors; and the
+#   same open loop against the ceiling, whose p99 is what the machine, the
+#   load and the framework alone give at that rate;
 # - bulk page 1 against the last full bulk page, and a change-feed page from the
 #   start against one from 1,000 changes before the newest (pages of 1,000,
 #   sequential requests, medians of five alternating rounds of 30);
@@ -95,6 +97,8 @@ for works in "${sizes[@]}"; do
         "$connections" >"$size_directory/open-loop.json"
     target/release/examples/open_loop_load "127.0.0.1:$api_port" "$works" $((ceiling_rate / 2)) "$seconds" \
         "$connections" >"$size_directory/open-loop-cached.json"
+    target/release/examples/open_loop_load "127.0.0.1:$ceiling_port" "$works" $((ceiling_rate / 2)) "$seconds" \
+        "$connections" >"$size_directory/open-loop-ceiling.json"
 
     echo "== $works works: bulk and feed pages"
     python3 - "$size_directory" "$api_port" "$BENCH_API_KEY" >"$size_directory/pages.json" <<'PY'
@@ -174,6 +178,7 @@ with contextlib.redirect_stdout(sys.stderr):
     cached, uncached, ceiling = (median_round(directory, name) for name in ("cached", "uncached", "ceiling"))
 open_loop = json.loads(open(f"{directory}/open-loop.json").read())
 open_loop_cached = json.loads(open(f"{directory}/open-loop-cached.json").read())
+open_loop_ceiling = json.loads(open(f"{directory}/open-loop-ceiling.json").read())
 during = read_round(f"{directory}/during-rebuild.txt")
 print(json.dumps({
     "works": works,
@@ -184,7 +189,7 @@ print(json.dumps({
     "store_bytes_per_work": sum(tables.values()) / works,
     "tables_bytes_per_work": {name: size / works for name, size in sorted(tables.items(), key=lambda t: -t[1])},
     "cached": cached, "uncached": uncached, "ceiling": ceiling, "open_loop": open_loop,
-    "open_loop_cached": open_loop_cached,
+    "open_loop_cached": open_loop_cached, "open_loop_ceiling": open_loop_ceiling,
     "pages": json.loads(open(f"{directory}/pages.json").read()),
     "rebuild_seconds": rebuild_end - rebuild_start,
     "during_rebuild": during,
@@ -213,6 +218,10 @@ for row in rows:
           f"| {uncached[1]:.2f} / {uncached[2]:.2f} | {open_loops} "
           f"| {pages['bulk_first']:.2f} / {pages['bulk_last']:.2f} | {pages['feed_first']:.2f} / {pages['feed_newest']:.2f} "
           f"| {row['rebuild_seconds']:.0f}: {during[0]:,.0f}/s, {during[2]:.2f}, {row['during_rebuild_failed']} |")
+for row in rows:
+    loop = row["open_loop_ceiling"]
+    print(f"{row['works']:,} works, the open loop against the ceiling at the same rate: "
+          f"{loop['rateReached']:,.0f}/s, p99 {loop['p99Ms']:.2f} ms, {loop['errors']} errors")
 for row in rows:
     tables = ", ".join(f"{name} {size:,.0f}" for name, size in list(row["tables_bytes_per_work"].items())[:8])
     print(f"{row['works']:,} works, bytes per work by table: {tables}")
