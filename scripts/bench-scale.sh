@@ -93,12 +93,11 @@ for works in "${sizes[@]}"; do
     # Open loop at half the ceiling's rate: requests sent on a fixed schedule,
     # a request that waits for a busy connection counted from when it was due.
     ceiling_rate=$(python3 -c "import sys; sys.path.insert(0, 'scripts/bench'); from wrk_rounds import median_round; print(int(median_round('$size_directory', 'ceiling')[0]))" | tail -1)
-    target/release/examples/open_loop_load "127.0.0.1:$uncached_port" "$works" $((ceiling_rate / 2)) "$seconds" \
-        "$connections" >"$size_directory/open-loop.json"
-    target/release/examples/open_loop_load "127.0.0.1:$api_port" "$works" $((ceiling_rate / 2)) "$seconds" \
-        "$connections" >"$size_directory/open-loop-cached.json"
-    target/release/examples/open_loop_load "127.0.0.1:$ceiling_port" "$works" $((ceiling_rate / 2)) "$seconds" \
-        "$connections" >"$size_directory/open-loop-ceiling.json"
+    for port_and_name in "$uncached_port open-loop" "$api_port open-loop-cached" "$ceiling_port open-loop-ceiling"; do
+        read -r port name <<<"$port_and_name"
+        target/release/examples/open_loop_load "127.0.0.1:$port" "$works" $((ceiling_rate / 2)) "$seconds" \
+            "$connections" >"$size_directory/$name.json"
+    done
 
     echo "== $works works: bulk and feed pages"
     python3 - "$size_directory" "$api_port" "$BENCH_API_KEY" >"$size_directory/pages.json" <<'PY'
@@ -176,9 +175,8 @@ tables = dict(model.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name"
 # median_round prints every round's rate: to the terminal, not into the results.
 with contextlib.redirect_stdout(sys.stderr):
     cached, uncached, ceiling = (median_round(directory, name) for name in ("cached", "uncached", "ceiling"))
-open_loop = json.loads(open(f"{directory}/open-loop.json").read())
-open_loop_cached = json.loads(open(f"{directory}/open-loop-cached.json").read())
-open_loop_ceiling = json.loads(open(f"{directory}/open-loop-ceiling.json").read())
+open_loop, open_loop_cached, open_loop_ceiling = (
+    json.loads(open(f"{directory}/{name}.json").read()) for name in ("open-loop", "open-loop-cached", "open-loop-ceiling"))
 during = read_round(f"{directory}/during-rebuild.txt")
 print(json.dumps({
     "works": works,
