@@ -14,10 +14,10 @@ use crate::keys::sandbox::SandboxKeys;
 use crate::metered_reads::MeteredReads;
 use crate::metrics::Metrics;
 use crate::notification_streams::StreamSlots;
-use crate::open_files::raise_open_file_limit;
 use crate::rate_limit::RateLimits;
 use crate::signing::Signer;
 use crate::snapshots::SnapshotLibrary;
+use telemetry::open_files::raise_open_file_limit;
 
 /// The base path of every public endpoint.
 pub const BASE_PATH: &str = "/api/v1/public/v1";

@@ -22,7 +22,6 @@ pub mod metered_reads;
 pub mod metrics;
 pub mod notification_streams;
 pub mod oai;
-pub mod open_files;
 pub mod provenance_chain;
 pub mod rate_limit;
 pub mod request_timeout;

@@ -10,5 +10,6 @@
 pub mod admin;
 pub mod listening;
 pub mod logging;
+pub mod open_files;
 pub mod shutdown;
 pub mod status_line;

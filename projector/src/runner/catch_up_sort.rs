@@ -24,7 +24,8 @@
 //!
 //! Memory: events wait in runs of at most `run_events`, each sorted and
 //! spilled to a file when full, and the runs are merged as the loop asks
-//! for batches. The files live in a directory of the catch-up's own
+//! for batches. Up to [`SPILLS_AT_ONCE`] full runs are being written while
+//! the next fills. The files live in a directory of the catch-up's own
 //! ([`SpillDirectory`]), removed when the sorted events are, or by a later
 //! run's sweep when a kill left it.
 //!
@@ -32,7 +33,7 @@
 //! park events: the loop does both, batch by batch.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
@@ -47,9 +48,18 @@ use crate::contract::Topic;
 use crate::source::{NextOffsets, OriginalMessage, Partition, Position, Rejection, SourcedEvent};
 
 /// Events a run holds in memory before it is spilled, by default: about
-/// 100 MiB of decoded events, which leaves the batches written after it
-/// room within the projector's memory bound.
-pub const RUN_EVENTS: usize = 100_000;
+/// 50 MiB of decoded events. With [`SPILLS_AT_ONCE`] runs being written
+/// beside the one filling, that leaves the batches written after them room
+/// within the projector's memory bound; the merge keeps one file open per
+/// run (312 at 3,000,000 works), so the projector raises its open-file
+/// limit at start.
+pub const RUN_EVENTS: usize = 50_000;
+
+/// Full runs written at once, each on a thread of its own. Writing a run
+/// (sorting, encoding, freeing its events) costs more than reading and
+/// decoding the next one, so one writer held the source back; two let the
+/// taking in use both cores, for one more run in memory.
+const SPILLS_AT_ONCE: usize = 2;
 
 /// Where an event goes in the sorted order.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -137,9 +147,10 @@ pub(super) struct CatchUpSort {
     run_events: usize,
     filling: Taken,
     spilled: Vec<PathBuf>,
-    /// The run being written, on a thread of its own, while the next fills;
-    /// it gives back the run's memory, emptied, for the run after the next.
-    writing: Option<std::thread::JoinHandle<Result<Taken, SortError>>>,
+    /// The runs being written, oldest first, each on a thread of its own,
+    /// while the next fills; each gives back its run's memory, emptied, for
+    /// a later run.
+    writing: VecDeque<std::thread::JoinHandle<Result<Taken, SortError>>>,
     taken_in: u64,
     next_offsets: NextOffsets,
     last_recorded_at: BTreeMap<Partition, Timestamp>,
@@ -155,7 +166,7 @@ impl CatchUpSort {
             run_events: run_events.max(1),
             filling: Vec::new(),
             spilled: Vec::new(),
-            writing: None,
+            writing: VecDeque::with_capacity(SPILLS_AT_ONCE),
             taken_in: 0,
             next_offsets: NextOffsets::default(),
             last_recorded_at: BTreeMap::new(),
@@ -184,10 +195,11 @@ impl CatchUpSort {
     }
 
     /// Hands the run being filled to a thread that sorts it and writes it to
-    /// a spill file, once the run before it is written. Blocking while that
-    /// one is being written.
+    /// a spill file. Blocking while [`SPILLS_AT_ONCE`] runs are being
+    /// written, until the oldest is.
     pub(super) fn spill(&mut self) -> Result<(), SortError> {
-        let emptied = self.wait_for_spill()?.unwrap_or_default();
+        let emptied =
+            if self.writing.len() >= SPILLS_AT_ONCE { self.wait_for_oldest_spill()? } else { None }.unwrap_or_default();
         let run = std::mem::replace(&mut self.filling, emptied);
         let path = self.directory.path().join(format!("run-{:06}", self.spilled.len()));
         self.spilled.push(path.clone());
@@ -195,13 +207,19 @@ impl CatchUpSort {
             .name("catch-up-spill".into())
             .spawn(move || write_run(run, &path))
             .map_err(|error| SortError::Io { path: "a spill thread".to_owned(), error })?;
-        self.writing = Some(writer);
+        self.writing.push_back(writer);
         Ok(())
     }
 
-    /// Waits for the run being written, and gives back its memory.
-    fn wait_for_spill(&mut self) -> Result<Option<Taken>, SortError> {
-        match self.writing.take().map(std::thread::JoinHandle::join) {
+    /// Waits for every run being written.
+    fn wait_for_spills(&mut self) -> Result<(), SortError> {
+        while self.wait_for_oldest_spill()?.is_some() {}
+        Ok(())
+    }
+
+    /// Waits for the oldest run being written, and gives back its memory.
+    fn wait_for_oldest_spill(&mut self) -> Result<Option<Taken>, SortError> {
+        match self.writing.pop_front().map(std::thread::JoinHandle::join) {
             None => Ok(None),
             Some(Ok(written)) => written.map(Some),
             Some(Err(panic)) => std::panic::resume_unwind(panic),
@@ -209,13 +227,13 @@ impl CatchUpSort {
     }
 
     /// Everything taken in, in sorted order. Blocking: it waits for the last
-    /// spill, and spills the run still in memory too unless it is the only
+    /// spills, and spills the run still in memory too unless it is the only
     /// one, so that the batches written next have the memory.
     pub(super) fn into_sorted(mut self) -> Result<SortedEvents, SortError> {
         if !self.spilled.is_empty() && !self.filling.is_empty() {
             self.spill()?;
         }
-        self.wait_for_spill()?;
+        self.wait_for_spills()?;
         self.filling.sort_unstable_by(|left, right| left.0.cmp(&right.0));
         let mut runs = Vec::with_capacity(self.spilled.len() + 1);
         for path in &self.spilled {
@@ -548,7 +566,7 @@ mod tests {
             }
         }
         let directory = sort.directory.path().to_path_buf();
-        sort.wait_for_spill().expect("the last spill");
+        sort.wait_for_spills().expect("the last spills");
         assert_eq!(std::fs::read_dir(&directory).expect("list").count(), 3);
         let sorted = sort.into_sorted().expect("sorted");
         drop(sorted);

@@ -30,6 +30,8 @@ pub(crate) async fn project(
     rebuild: bool,
 ) -> anyhow::Result<()> {
     store.check_writer_settings().await.context("the projector cannot write to this store")?;
+    // A sorted catch-up holds one file open for each run it merges.
+    telemetry::open_files::raise_open_file_limit();
     let contract = Arc::new(Contract::load()?);
     let options = tuning.run_options(rebuild, &store_arguments.data_dir);
     let SourceAndSink { feed, dead_letters, kafka } =
