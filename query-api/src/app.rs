@@ -7,6 +7,7 @@ use std::sync::atomic::AtomicBool;
 
 use anyhow::Context;
 use read_model::{ApiKeys, DocumentReads, Store, Webhooks};
+use telemetry::open_files::raise_open_file_limit;
 
 use crate::config::{Environment, ServeConfig, Settings};
 use crate::keys::production::ProductionKeys;
@@ -17,7 +18,6 @@ use crate::notification_streams::StreamSlots;
 use crate::rate_limit::RateLimits;
 use crate::signing::Signer;
 use crate::snapshots::SnapshotLibrary;
-use telemetry::open_files::raise_open_file_limit;
 
 /// The base path of every public endpoint.
 pub const BASE_PATH: &str = "/api/v1/public/v1";

@@ -10,11 +10,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
+use telemetry::open_files::OpenFileLimits;
 
 use crate::keys::sandbox::secret_kept_in;
 use crate::signing::{KeyringSource, Signer, keyring_kept_in};
 use crate::snapshots::{DEFAULT_ROWS_PER_FILE, SnapshotLibrary, SnapshotSchedule};
-use telemetry::open_files::OpenFileLimits;
 
 /// Where the service runs: interactive documentation only outside production.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -51,7 +51,7 @@ use crate::source::{NextOffsets, OriginalMessage, Partition, Position, Rejection
 /// 50 MiB of decoded events. With [`SPILLS_AT_ONCE`] runs being written
 /// beside the one filling, that leaves the batches written after them room
 /// within the projector's memory bound; the merge keeps one file open per
-/// run (312 at 3,000,000 works), so the projector raises its open-file
+/// run (over 300 at 3,000,000 works), so the projector raises its open-file
 /// limit at start.
 pub const RUN_EVENTS: usize = 50_000;
 
