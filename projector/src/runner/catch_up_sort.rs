@@ -57,8 +57,8 @@ pub const RUN_EVENTS: usize = 50_000;
 
 /// Full runs written at once, each on a thread of its own. Writing a run
 /// (sorting, encoding, freeing its events) costs more than reading and
-/// decoding the next one, so one writer held the source back; two let the
-/// taking in use both cores, for one more run in memory.
+/// decoding the next one, so a single writer would hold the source back;
+/// two let the taking in use both cores, for one more run in memory.
 const SPILLS_AT_ONCE: usize = 2;
 
 /// Where an event goes in the sorted order.
