@@ -278,6 +278,12 @@ mod tests {
         rows(connection, "SELECT code || ' ' || lcc_id FROM identifier_index ORDER BY 1")
     }
 
+    /// Both deferred tables were emptied when their entries were written.
+    fn assert_nothing_waits(connection: &Connection) {
+        assert_eq!(rows(connection, "SELECT 'left' FROM deferred_party_references"), Vec::<String>::new());
+        assert_eq!(rows(connection, "SELECT 'left' FROM deferred_identifiers"), Vec::<String>::new());
+    }
+
     fn referrers(connection: &Connection, party: &str) -> Vec<String> {
         reads::party_referrers(connection, &[party.to_owned()])
             .expect("referrers")
@@ -327,8 +333,7 @@ mod tests {
         write(&connection, &batch(vec![reference("PTY-3", "LCC-3", true)], vec![], false)).expect("written");
         assert_eq!(references(&connection), ["PTY-2 LCC-1", "PTY-2 LCC-2", "PTY-3 LCC-3"]);
         assert_eq!(identifiers(&connection), Vec::<String>::new(), "T-1 added then removed, T-9 removed");
-        assert_eq!(rows(&connection, "SELECT 'left' FROM deferred_party_references"), Vec::<String>::new());
-        assert_eq!(rows(&connection, "SELECT 'left' FROM deferred_identifiers"), Vec::<String>::new());
+        assert_nothing_waits(&connection);
         assert_eq!(referrers(&connection, "PTY-2"), [r#"Work("LCC-1")"#, r#"Work("LCC-2")"#]);
     }
 
@@ -355,8 +360,7 @@ mod tests {
         write(&connection, &batch(vec![], vec![], false)).expect("written");
         assert_eq!(references(&connection), ["PTY-1 LCC-1", "PTY-2 LCC-2"], "each key once");
         assert_eq!(identifiers(&connection), ["T-1 LCC-1", "T-2 LCC-2"]);
-        assert_eq!(rows(&connection, "SELECT 'left' FROM deferred_party_references"), Vec::<String>::new());
-        assert_eq!(rows(&connection, "SELECT 'left' FROM deferred_identifiers"), Vec::<String>::new());
+        assert_nothing_waits(&connection);
     }
 
     #[test]
