@@ -8,14 +8,18 @@ mod support;
 use projector::contract::Topic;
 use projector::events::{LicenseGrant, WorkAmendment};
 use projector::generate::drafts::{DAY, Draft, Payload};
-use projector::projection::batch::{DocumentsToRender, render_documents};
+use std::sync::Arc;
+
+use projector::projection::batch::{DocumentsToRender, Rendering, project_batch, render_documents};
 use read_model::calendar::{Date, Timestamp};
 use read_model::documents::{
     BulkRow, DisputeStatus, DublinCoreRecord, EvidenceInputs, LicenseKind, LicenseStatus, LicenseStatusDocument,
     RightType, RightsProfile, VerificationInputs, WorkStatus,
 };
-use read_model::{Audience, DocumentKind, DocumentReads, IdentifierKind, ModelVersion, PartyReferrer};
-use support::{Projection, T0, blanket_grant, party, published, right, rights, work};
+use read_model::{
+    Audience, DocumentKind, DocumentReads, IdentifierKind, ModelVersion, PartyReferrer, ProjectionWrites,
+};
+use support::{Projection, T0, blanket_grant, party, published, read_events, right, rights, work};
 
 #[tokio::test]
 async fn rights_recorded_before_their_work_appear_once_the_work_arrives() {
@@ -279,4 +283,48 @@ async fn rendering_documents_again_gives_what_projection_wrote_and_changes_no_st
     let inputs: Vec<(&str, u64)> =
         batch.read_set.inputs.iter().map(|input| (input.key.topic.as_str(), input.version)).collect();
     assert!(inputs.contains(&("parties", 1)) && inputs.contains(&("works", 2)), "{inputs:?}");
+}
+
+#[tokio::test]
+async fn a_batch_of_many_works_renders_each_as_batches_of_a_few_do() {
+    // Enough works in one batch for its rendering to be split over two
+    // threads; batches of eight events render each work on one.
+    let works: u32 = 400;
+    let drafts: Vec<Draft> = (0..works)
+        .flat_map(|index| {
+            let (id, holder) = (format!("LCC-{index}"), format!("PTY-{index}"));
+            let at = T0 + 4 * i64::from(index);
+            let shares = vec![right(&id, "A0", &holder, 10_000, RightType::AuthorsRight)];
+            [
+                party(&holder, &format!("Holder {index}"), at),
+                work(&id, &holder, at + 1),
+                published(&id, at + 2),
+                rights(&id, at + 3, shares, index % 2 == 0),
+            ]
+        })
+        .collect();
+    let in_one = Projection::new().await;
+    let (events, source_id) = read_events(&in_one.write("events", drafts.clone(), 10_000));
+    let version = ModelVersion(1);
+    let outcome =
+        project_batch(&in_one.store, version, &source_id, &events, None, Rendering::InBatch).await.expect("project");
+    assert_eq!(outcome.applied, 4 * u64::from(works));
+    let keys: Vec<&str> = outcome.write.documents.iter().map(|document| document.key.as_str()).collect();
+    assert!(keys.is_sorted(), "the documents are written in the works' order");
+    in_one.store.apply_batch(version, Arc::new(outcome.write)).await.expect("write");
+
+    let in_a_few = Projection::new().await;
+    let totals = in_a_few.project(&in_a_few.write("events", drafts, 10_000), 8).await;
+    assert_eq!(totals.applied, 4 * u64::from(works));
+    for index in 0..works {
+        let id = format!("LCC-{index}");
+        for kind in
+            [DocumentKind::RightsProfile, DocumentKind::Verification, DocumentKind::Metadata, DocumentKind::Evidence]
+        {
+            let one = in_one.store.document(kind, &id).await.expect("read");
+            let few = in_a_few.store.document(kind, &id).await.expect("read");
+            assert!(one.is_some(), "{kind:?} of {id} is rendered");
+            assert_eq!(one, few, "{kind:?} of {id}");
+        }
+    }
 }

@@ -12,7 +12,8 @@
 //! hands events over through a bounded channel; batch N is written to the
 //! store while batch N+1 is projected, with batch N's changes overlaid on the
 //! store's last committed state; at most one batch is in flight, and batches
-//! commit in order.
+//! commit in order. A batch of many works renders them on two threads
+//! (`projection::batch`).
 //!
 //! While batches fill up, rendering is deferred and done once per document
 //! when the loop stops deferring ([`crate::render_deferral`]); the write that

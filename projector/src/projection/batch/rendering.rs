@@ -89,9 +89,10 @@ pub(super) async fn render_dirty(
     };
 
     let parties = if render { aggregates.parties() } else { PartyDirectory::default() };
+    let rendered = render_works(aggregates, &parties, &work_changes);
     let mut read_set = ReadSetBuilder::default();
-    for (id, stale, changes) in work_changes {
-        write_work(aggregates, &parties, id, stale, changes, write, &mut read_set, &mut notified);
+    for ((id, stale, changes), rendered) in work_changes.into_iter().zip(rendered) {
+        write_work(aggregates, &parties, id, stale, changes, rendered, write, &mut read_set, &mut notified);
     }
     for id in &documents.licenses {
         write_license(aggregates, &parties, id, render, write, &mut read_set, &mut notified);
@@ -100,9 +101,112 @@ pub(super) async fn render_dirty(
     Ok(())
 }
 
-/// Writes a work's index changes and renders the parts of its documents
-/// that `stale` names (none when rendering is deferred), with the
-/// notification of the answers they change.
+/// Works a batch renders on two threads from this many: below it, the
+/// second thread's start costs more than the half it would take.
+const RENDERED_ON_TWO_THREADS_FROM: usize = 256;
+
+/// A work's documents as rendered, before they join the batch's write.
+struct RenderedDocuments {
+    /// Each document kind's body, in the order they are written.
+    documents: Vec<(DocumentKind, Vec<u8>)>,
+    bulk_row: Option<Vec<u8>>,
+    fixture: Option<Vec<u8>>,
+    tags: RenderedTags,
+    withdrawn: bool,
+}
+
+/// Renders the documents of `work_changes`, in their order: a large batch's
+/// second half on a second thread while this one renders the first.
+/// Rendering only reads the states, so the halves need nothing of each
+/// other; what they render joins the write afterwards, in order
+/// ([`write_work`]), so the write is the one a single thread makes.
+fn render_works(
+    aggregates: &Aggregates,
+    parties: &PartyDirectory<'_>,
+    work_changes: &[(&String, Stale, WorkIndexChanges)],
+) -> Vec<Option<RenderedDocuments>> {
+    let render = |works: &[(&String, Stale, WorkIndexChanges)]| -> Vec<Option<RenderedDocuments>> {
+        works.iter().map(|(id, stale, _)| render_documents_of(aggregates, parties, id, *stale)).collect()
+    };
+    let rendering = work_changes.iter().filter(|(_, stale, _)| *stale != Stale::NONE).count();
+    if rendering < RENDERED_ON_TWO_THREADS_FROM {
+        return render(work_changes);
+    }
+    let (first, second) = work_changes.split_at(work_changes.len() / 2);
+    std::thread::scope(|scope| {
+        // Without a second thread (none can start now), one renders both halves.
+        let Ok(helper) = std::thread::Builder::new().name("render".into()).spawn_scoped(scope, || render(second))
+        else {
+            return render(work_changes);
+        };
+        let mut rendered = render(first);
+        match helper.join() {
+            Ok(second) => rendered.extend(second),
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+        rendered
+    })
+}
+
+/// Renders the parts of a work's documents that `stale` names, with their
+/// tags; `None` when it names none, or the work is not registered yet
+/// (rights, disputes and certificates that arrive earlier wait in their
+/// states).
+fn render_documents_of(
+    aggregates: &Aggregates,
+    parties: &PartyDirectory<'_>,
+    id: &str,
+    stale: Stale,
+) -> Option<RenderedDocuments> {
+    if stale == Stale::NONE {
+        return None;
+    }
+    let work = state_of!(aggregates, state, Topic::Works, id, Work)?;
+    let rendered = render_work(WorkInputs {
+        lcc_id: id,
+        work,
+        rights: state_of!(aggregates, state, Topic::Rights, id, Rights),
+        disputes: state_of!(aggregates, state, Topic::Disputes, id, Disputes),
+        certificate: state_of!(aggregates, state, Topic::Certificates, id, Certificate),
+        parties,
+    });
+    let mut tags = RenderedTags::default();
+    let mut documents = Vec::with_capacity(4);
+    if stale.rights_profile {
+        let body = to_body(&rendered.rights_profile);
+        tags.stored_json(Answer::Rights, id, &body);
+        documents.push((DocumentKind::RightsProfile, body));
+    }
+    if stale.verification {
+        let body = to_body(&rendered.verification);
+        tags.verification(id, &body, rendered.verification.protection_ends_on);
+        documents.push((DocumentKind::Verification, body));
+    }
+    if stale.metadata {
+        let body = to_body(&rendered.metadata);
+        tags.stored_json(Answer::Metadata, id, &body);
+        documents.push((DocumentKind::Metadata, body));
+    }
+    let provenance =
+        ProvenanceVersions(WORK_TOPICS.map(|topic| aggregates.entry(topic, id).map_or(0, |entry| entry.version)));
+    if stale.evidence {
+        let body = to_body(&rendered.evidence);
+        tags.evidence(id, &body, rendered.evidence.protection_ends_on, provenance);
+        documents.push((DocumentKind::Evidence, body));
+    }
+    tags.provenance(id, provenance);
+    Some(RenderedDocuments {
+        documents,
+        bulk_row: rendered.bulk_row.filter(|_| stale.bulk).map(|row| to_body(&row)),
+        fixture: rendered.fixture.map(|fixture| to_body(&fixture)),
+        tags,
+        withdrawn: rendered.verification.status == WorkStatus::Withdrawn,
+    })
+}
+
+/// Writes a work's index changes and the documents rendered of it (none
+/// when rendering is deferred), with the notification of the answers they
+/// change.
 #[allow(clippy::too_many_arguments)]
 fn write_work(
     aggregates: &Aggregates,
@@ -110,6 +214,7 @@ fn write_work(
     id: &str,
     stale: Stale,
     changes: WorkIndexChanges,
+    rendered: Option<RenderedDocuments>,
     write: &mut WriteBatch,
     read_set: &mut ReadSetBuilder,
     notified: &mut NotifiedStates,
@@ -139,55 +244,18 @@ fn write_work(
     if changes.removes_bulk_row {
         write.bulk_rows.push(keyed(None));
     }
-    // Documents exist once the work itself is registered; rights, disputes
-    // and certificates that arrive earlier wait in their states.
-    let Some(work) = state_of!(aggregates, state, Topic::Works, id, Work) else { return };
-    if !render {
-        return;
+    let Some(rendered) = rendered else { return };
+    for (kind, body) in rendered.documents {
+        write.documents.push(DocumentWrite { kind, key: id.to_owned(), body: Some(body), version });
     }
-    let rights = state_of!(aggregates, state, Topic::Rights, id, Rights);
-    let rendered = render_work(WorkInputs {
-        lcc_id: id,
-        work,
-        rights,
-        disputes: state_of!(aggregates, state, Topic::Disputes, id, Disputes),
-        certificate: state_of!(aggregates, state, Topic::Certificates, id, Certificate),
-        parties,
-    });
-    let mut tags = RenderedTags::default();
-    let mut document = |kind, body| write.documents.push(DocumentWrite { kind, key: id.to_owned(), body, version });
-    if stale.rights_profile {
-        let body = to_body(&rendered.rights_profile);
-        tags.stored_json(Answer::Rights, id, &body);
-        document(DocumentKind::RightsProfile, Some(body));
-    }
-    if stale.verification {
-        let body = to_body(&rendered.verification);
-        tags.verification(id, &body, rendered.verification.protection_ends_on);
-        document(DocumentKind::Verification, Some(body));
-    }
-    if stale.metadata {
-        let body = to_body(&rendered.metadata);
-        tags.stored_json(Answer::Metadata, id, &body);
-        document(DocumentKind::Metadata, Some(body));
-    }
-    let provenance =
-        ProvenanceVersions(WORK_TOPICS.map(|topic| aggregates.entry(topic, id).map_or(0, |entry| entry.version)));
-    if stale.evidence {
-        let body = to_body(&rendered.evidence);
-        tags.evidence(id, &body, rendered.evidence.protection_ends_on, provenance);
-        document(DocumentKind::Evidence, Some(body));
-    }
-    tags.provenance(id, provenance);
-    if let Some(row) = rendered.bulk_row.filter(|_| stale.bulk) {
-        write.bulk_rows.push(keyed(Some(to_body(&row))));
+    if let Some(row) = rendered.bulk_row {
+        write.bulk_rows.push(keyed(Some(row)));
     }
     if let Some(fixture) = rendered.fixture {
-        write.fixtures.push(keyed(Some(to_body(&fixture))));
+        write.fixtures.push(keyed(Some(fixture)));
     }
-    let withdrawn = rendered.verification.status == WorkStatus::Withdrawn;
     let named = notifying::ipis(&changes.named_after, parties);
-    notified.record(Subject::Work, id, version.0, withdrawn, tags, named, write);
+    notified.record(Subject::Work, id, version.0, rendered.withdrawn, rendered.tags, named, write);
 }
 
 /// Writes a license's party reference changes and, when `render`, its
