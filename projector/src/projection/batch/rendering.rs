@@ -1,7 +1,8 @@
 //! Rendering a batch's dirty documents into its write, or, when rendering
 //! is deferred, writing only what follows from its state changes; either
 //! way with the read set. It reads the states rendering needs and nothing
-//! else, and it must not apply events.
+//! else, and it must not apply events. A batch of many works renders them
+//! on two threads ([`render_works`]), then adds them to the write in order.
 
 use std::collections::BTreeSet;
 
