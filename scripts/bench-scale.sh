@@ -27,7 +27,10 @@
 # It says how much disk it needs before it starts and removes each size's
 # files before the next. wrk, the servers and the projector share the two
 # cores; nothing asserts on the figures. Environment: SECONDS_PER_ROUND
-# (default 15), CONNECTIONS (64).
+# (default 15), CONNECTIONS (64), DOCUMENT_CACHE_MIB (the cached API's
+# `--document-cache-mib`; the service's default when unset). Each row says
+# how the cached API's document cache ended the lookups: the bytes it held,
+# whether as served or compressed as stored, and its hits and misses.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,6 +38,8 @@ sizes=("$@")
 [ ${#sizes[@]} -gt 0 ] || sizes=(200000 1000000 3000000)
 seconds="${SECONDS_PER_ROUND:-15}"
 connections="${CONNECTIONS:-64}"
+cache_flags=()
+[ -z "${DOCUMENT_CACHE_MIB:-}" ] || cache_flags=(--document-cache-mib "$DOCUMENT_CACHE_MIB")
 work_directory="$(mktemp -d "${TMPDIR:-/tmp}/scale-bench.XXXXXX")"
 # shellcheck source=scripts/bench/helpers.sh
 source scripts/bench/helpers.sh
@@ -73,9 +78,10 @@ for works in "${sizes[@]}"; do
     BENCH_API_KEY=$("$query_api" keys --data-dir "$size_directory/data" issue --partner "Scale benchmark" \
         --scopes rights:read,bulk:read --rate-limit 1000000000 2>/dev/null)
     api_port=$(free_port)
+    api_admin_port=$(free_port)
     uncached_port=$(free_port)
     RUST_LOG=warn "$query_api" serve --data-dir "$size_directory/data" --listen "127.0.0.1:$api_port" \
-        --admin-listen 127.0.0.1:0 --snapshot-interval-minutes 0 &
+        --admin-listen "127.0.0.1:$api_admin_port" --snapshot-interval-minutes 0 "${cache_flags[@]}" &
     pids+=($!)
     RUST_LOG=warn "$query_api" serve --data-dir "$size_directory/data" --listen "127.0.0.1:$uncached_port" \
         --admin-listen 127.0.0.1:0 --snapshot-interval-minutes 0 --document-cache-mib 0 &
@@ -90,6 +96,7 @@ for works in "${sizes[@]}"; do
         load "http://127.0.0.1:$uncached_port" "$size_directory/uncached-$round.txt"
         load "http://127.0.0.1:$ceiling_port" "$size_directory/ceiling-$round.txt"
     done
+    curl -s "http://127.0.0.1:$api_admin_port/metrics" >"$size_directory/cache-metrics.txt"
     # Open loop at half the ceiling's rate: requests sent on a fixed schedule,
     # a request that waits for a busy connection counted from when it was due.
     ceiling_rate=$(python3 -c "import sys; sys.path.insert(0, 'scripts/bench'); from wrk_rounds import median_round; print(int(median_round('$size_directory', 'ceiling')[0]))" | tail -1)
@@ -178,6 +185,9 @@ with contextlib.redirect_stdout(sys.stderr):
 open_loop, open_loop_cached, open_loop_ceiling = (
     json.loads(open(f"{directory}/{name}.json").read()) for name in ("open-loop", "open-loop-cached", "open-loop-ceiling"))
 during = read_round(f"{directory}/during-rebuild.txt")
+# The cached API's document cache once the lookup rounds were over.
+cache = dict(re.findall(r"^lcc_document_cache_(bytes|holds_stored|hits_total|misses_total) (\S+)$",
+                        open(f"{directory}/cache-metrics.txt").read(), re.MULTILINE))
 print(json.dumps({
     "works": works,
     "events": summary["events"],
@@ -188,6 +198,7 @@ print(json.dumps({
     "tables_bytes_per_work": {name: size / works for name, size in sorted(tables.items(), key=lambda t: -t[1])},
     "cached": cached, "uncached": uncached, "ceiling": ceiling, "open_loop": open_loop,
     "open_loop_cached": open_loop_cached, "open_loop_ceiling": open_loop_ceiling,
+    "document_cache": {name: float(value) for name, value in cache.items()},
     "pages": json.loads(open(f"{directory}/pages.json").read()),
     "rebuild_seconds": rebuild_end - rebuild_start,
     "during_rebuild": during,
@@ -220,6 +231,11 @@ for row in rows:
     loop = row["open_loop_ceiling"]
     print(f"{row['works']:,} works, the open loop against the ceiling at the same rate: "
           f"{loop['rateReached']:,.0f}/s, p99 {loop['p99Ms']:.2f} ms, {loop['errors']} errors")
+for row in rows:
+    cache = row["document_cache"]
+    held = "compressed as stored" if cache["holds_stored"] else "as served"
+    print(f"{row['works']:,} works, the cached API's document cache after the lookups: "
+          f"{cache['bytes'] / 1e6:,.0f} MB held {held}, {cache['hits_total']:,.0f} hits, {cache['misses_total']:,.0f} misses")
 for row in rows:
     tables = ", ".join(f"{name} {size:,.0f}" for name, size in list(row["tables_bytes_per_work"].items())[:8])
     print(f"{row['works']:,} works, bytes per work by table: {tables}")

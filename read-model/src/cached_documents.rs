@@ -3,13 +3,15 @@
 //! of a document cache that both backends share.
 //!
 //! A cache holds documents as they are served until it first evicts one to
-//! make room. From then on it holds them as the store does (`stored_bodies`: a
-//! zstd frame made with its kind's dictionary, a fraction of the
-//! document's size) and decompresses one each time it is served; it drops
-//! what it held, so every entry is held one way. So a registry whose
-//! documents fit the bound is served without decompressing any, and one
-//! larger is held several times over: a decompression costs a good part of
-//! a lookup, but far less than the read of the store that a miss costs.
+//! make room (replacing a document's own entry, as two lookups that missed
+//! it at once do, makes none). From then on it holds them as the store does
+//! (`stored_bodies`: a zstd frame made with its kind's dictionary, a
+//! fraction of the document's size) and decompresses one each time it is
+//! served; it drops what it held, so every entry is held one way. So a
+//! registry whose documents fit the bound is served without decompressing
+//! any, and one larger is held several times over: a decompression costs a
+//! good part of a lookup, but far less than the read of the store that a
+//! miss costs.
 //! (Holding only the entries that do not fit as frames would not do: the
 //! eviction keeps the entries it holds longest, and a frame would seldom
 //! displace them. Nor would comparing the bytes held with the bound: the
@@ -38,22 +40,38 @@ const ENTRY_OVERHEAD_BYTES: u64 = 64;
 /// then as stored.
 #[derive(Debug)]
 pub(crate) struct CachedDocuments {
-    entries: Cache<CachedDocument, Arc<[u8]>, BodyWeight, DefaultHashBuilder, NoteEvictions>,
-    /// Set by the cache when it first evicts a document.
-    evicted: Arc<AtomicBool>,
+    entries: Cache<CachedDocument, Arc<[u8]>, BodyWeight, DefaultHashBuilder, NoteDisplaced>,
+    /// Set when keeping a document first evicted another one: the cache is full.
+    evicted: AtomicBool,
     /// Set once the cache has switched to holding documents as stored.
     holds_stored: AtomicBool,
 }
 
-/// Tells [`CachedDocuments`] that its cache has evicted a document: it is full.
-#[derive(Debug, Clone)]
-struct NoteEvictions(Arc<AtomicBool>);
+/// Collects what one insertion displaced ([`Displaced`]).
+#[derive(Debug, Clone, Copy)]
+struct NoteDisplaced;
 
-impl Lifecycle<CachedDocument, Arc<[u8]>> for NoteEvictions {
-    type RequestState = ();
+/// The entries one insertion displaced: how many, and the first one's key.
+/// The cache reports the entry an insertion replaces as displaced too, so
+/// only another document's key means that room was made.
+#[derive(Debug, Default)]
+struct Displaced {
+    count: usize,
+    first: Option<CachedDocument>,
+}
 
-    fn on_evict(&self, _state: &mut (), _key: CachedDocument, _held: Arc<[u8]>) {
-        self.0.store(true, Ordering::Relaxed);
+impl Displaced {
+    fn made_room_for(&self, kind: DocumentKind, key: &str) -> bool {
+        self.count > 1 || self.first.as_ref().is_some_and(|first| first.kind != kind || &*first.key != key)
+    }
+}
+
+impl Lifecycle<CachedDocument, Arc<[u8]>> for NoteDisplaced {
+    type RequestState = Displaced;
+
+    fn on_evict(&self, displaced: &mut Displaced, key: CachedDocument, _held: Arc<[u8]>) {
+        displaced.count += 1;
+        displaced.first.get_or_insert(key);
     }
 }
 
@@ -94,17 +112,15 @@ impl CachedDocuments {
     /// Room for `capacity_bytes` of keys and bodies.
     pub(crate) fn new(capacity_bytes: u64) -> CachedDocuments {
         let estimated_entries = usize::try_from(capacity_bytes / 2_048).unwrap_or(usize::MAX).max(16);
-        let evicted = Arc::new(AtomicBool::new(false));
-        let lifecycle = NoteEvictions(Arc::clone(&evicted));
         CachedDocuments {
             entries: Cache::with(
                 estimated_entries,
                 capacity_bytes,
                 BodyWeight,
                 DefaultHashBuilder::default(),
-                lifecycle,
+                NoteDisplaced,
             ),
-            evicted,
+            evicted: AtomicBool::new(false),
             holds_stored: AtomicBool::new(false),
         }
     }
@@ -123,7 +139,11 @@ impl CachedDocuments {
             self.entries.clear();
         }
         let held = if self.holds_stored.load(Ordering::Relaxed) { stored } else { body };
-        self.entries.insert(CachedDocument { kind, key: key.into() }, Arc::from(held));
+        let mut displaced = Displaced::default();
+        self.entries.insert_with_lifecycle(CachedDocument { kind, key: key.into() }, Arc::from(held), &mut displaced);
+        if displaced.made_room_for(kind, key) {
+            self.evicted.store(true, Ordering::Relaxed);
+        }
     }
 
     /// Drops every kind of document of `key`.
@@ -229,6 +249,21 @@ mod tests {
         assert!(cache.get(DocumentKind::RightsProfile, "LCC-0000000000").is_none(), "every kind forgotten");
         assert!(cache.get(DocumentKind::Verification, "LCC-0000000000").is_none(), "every kind forgotten");
         assert!(cache.get(DocumentKind::RightsProfile, "LCC-0000000001").is_some(), "other keys kept");
+    }
+
+    #[test]
+    fn a_document_kept_twice_is_still_held_as_served() {
+        let cache = CachedDocuments::new(1 << 20);
+        let (body, stored) = profile("LCC-0000000000");
+        // Two lookups that missed the same document at once each keep it.
+        cache.keep(DocumentKind::RightsProfile, "LCC-0000000000", &body, &stored);
+        cache.keep(DocumentKind::RightsProfile, "LCC-0000000000", &body, &stored);
+        let (other, other_stored) = profile("LCC-0000000001");
+        cache.keep(DocumentKind::RightsProfile, "LCC-0000000001", &other, &other_stored);
+        let statistics = DocumentCacheCounters::default().statistics(Some(&cache));
+        assert!(!statistics.holds_stored, "a replaced entry made no room");
+        assert_eq!(statistics.bytes, 2 * entry_weight("LCC-0000000000", &body), "both held as served");
+        assert_eq!(cache.get(DocumentKind::RightsProfile, "LCC-0000000000").expect("held").expect("readable"), body);
     }
 
     #[test]
