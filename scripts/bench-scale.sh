@@ -28,9 +28,10 @@
 # files before the next. wrk, the servers and the projector share the two
 # cores; nothing asserts on the figures. Environment: SECONDS_PER_ROUND
 # (default 15), CONNECTIONS (64), DOCUMENT_CACHE_MIB (the cached API's
-# `--document-cache-mib`; the service's default when unset). Each row says
-# how the cached API's document cache ended the lookups: the bytes it held,
-# whether as served or compressed as stored, and its hits and misses.
+# `--document-cache-mib`; the service's default when unset). Under the
+# table it says how each size's cached API ended the lookups: the bytes its
+# document cache held, whether as served or compressed as stored, and its
+# hits and misses.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
