@@ -72,6 +72,7 @@ python3 - "$work_directory" "$profile_bytes" "$works" <<'PY'
 import sys
 directory, size, works = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 sys.path.insert(0, "scripts/bench")
+from document_cache import document_cache
 from wrk_rounds import median_round
 api, uncached, ceiling = median_round(directory, "api"), median_round(directory, "uncached"), median_round(directory, "ceiling")
 batch = median_round(directory, "batch")
@@ -82,11 +83,10 @@ for name, (rate, p50, p99, failed, requests) in (("query API", api), ("no cache"
           f"non-2xx {failed} of {requests}")
 print(f"     ratio: {api[0] / ceiling[0]:.2f} (query API / ceiling)")
 print(f"   without: {uncached[0] / ceiling[0]:.2f} (query API without its document cache / ceiling)")
-metrics = dict(line.split(" ", 1) for line in open(f"{directory}/api-metrics.txt").read().splitlines()
-               if line.startswith("lcc_document_cache_"))
-hits, misses = float(metrics["lcc_document_cache_hits_total"]), float(metrics["lcc_document_cache_misses_total"])
+cache = document_cache(f"{directory}/api-metrics.txt")
+hits, misses = cache["hits_total"], cache["misses_total"]
 print(f"     cache: {hits / max(hits + misses, 1):.4f} of {hits + misses:,.0f} document reads were hits, "
-      f"{float(metrics['lcc_document_cache_bytes']) / 2**20:,.0f} MiB held (warm-up included)")
+      f"{cache['bytes'] / 2**20:,.0f} MiB held (warm-up included)")
 print(f"   batches: {batch[0]:,.0f} requests/s of 100 identifiers = {batch[0] * 100:,.0f} profiles/s, "
       f"{batch[0] * 100 / api[0]:.1f} times single lookups' {api[0]:,.0f}/s; p50 {batch[1]:.2f} ms, p99 {batch[2]:.2f} ms, "
       f"non-2xx {batch[3]}")

@@ -171,6 +171,7 @@ PY
     python3 - "$size_directory" "$works" "$start" "$end" "$rebuild_start" "$rebuild_end" >>"$results" <<'PY'
 import contextlib, json, re, sqlite3, sys
 sys.path.insert(0, "scripts/bench")
+from document_cache import document_cache
 from wrk_rounds import described_failures, failures, median_round, read_round
 directory, works = sys.argv[1], int(sys.argv[2])
 start, end, rebuild_start, rebuild_end = map(float, sys.argv[3:7])
@@ -186,9 +187,6 @@ with contextlib.redirect_stdout(sys.stderr):
 open_loop, open_loop_cached, open_loop_ceiling = (
     json.loads(open(f"{directory}/{name}.json").read()) for name in ("open-loop", "open-loop-cached", "open-loop-ceiling"))
 during = read_round(f"{directory}/during-rebuild.txt")
-# The cached API's document cache once the lookup rounds were over.
-cache = dict(re.findall(r"^lcc_document_cache_(bytes|holds_stored|hits_total|misses_total) (\S+)$",
-                        open(f"{directory}/cache-metrics.txt").read(), re.MULTILINE))
 print(json.dumps({
     "works": works,
     "events": summary["events"],
@@ -199,7 +197,8 @@ print(json.dumps({
     "tables_bytes_per_work": {name: size / works for name, size in sorted(tables.items(), key=lambda t: -t[1])},
     "cached": cached, "uncached": uncached, "ceiling": ceiling, "open_loop": open_loop,
     "open_loop_cached": open_loop_cached, "open_loop_ceiling": open_loop_ceiling,
-    "document_cache": {name: float(value) for name, value in cache.items()},
+    # The cached API's document cache once the lookup rounds were over.
+    "document_cache": document_cache(f"{directory}/cache-metrics.txt"),
     "pages": json.loads(open(f"{directory}/pages.json").read()),
     "rebuild_seconds": rebuild_end - rebuild_start,
     "during_rebuild": during,
