@@ -62,7 +62,7 @@ struct Displaced {
 
 impl Displaced {
     fn made_room_for(&self, kind: DocumentKind, key: &str) -> bool {
-        self.count > 1 || self.first.as_ref().is_some_and(|first| first.kind != kind || &*first.key != key)
+        self.count > 1 || self.first.as_ref().is_some_and(|first| !DocumentLookup { kind, key }.equivalent(first))
     }
 }
 
