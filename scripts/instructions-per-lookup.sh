@@ -12,9 +12,11 @@
 # query-api/examples/ is measured the same way, answering a body as large as
 # an average profile: the ceiling of a request on this stack, printed beside
 # each build. With two builds it also lists the functions whose cost per
-# lookup changed most (self cost, B minus A).
+# lookup changed most (self cost, B minus A). DOCUMENT_CACHE_MIB sets the
+# builds' `--document-cache-mib`: 0 measures the lookup that reads the store
+# and decompresses the document on every request.
 #
-#   scripts/instructions-per-lookup.sh QUERY_API_A [QUERY_API_B] [WORKS=10000] [SECONDS=30]
+#   [DOCUMENT_CACHE_MIB=N] scripts/instructions-per-lookup.sh QUERY_API_A [QUERY_API_B] [WORKS=10000] [SECONDS=30]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,6 +25,8 @@ source scripts/bench/two_builds.sh
 callgrind_builds lookup-instructions "$@"
 works="${3:-10000}"
 seconds="${4:-30}"
+cache_flags=()
+[ -z "${DOCUMENT_CACHE_MIB:-}" ] || cache_flags=(--document-cache-mib "$DOCUMENT_CACHE_MIB")
 # shellcheck source=scripts/bench/helpers.sh
 source scripts/bench/helpers.sh
 
@@ -74,11 +78,12 @@ kill "${pids[-1]}"
 
 names=(A B)
 for index in "${!builds[@]}"; do
-    echo "${names[$index]}: ${builds[$index]} (idle, then under load, ${seconds} s each)"
+    echo "${names[$index]}: ${builds[$index]} ${cache_flags[*]} (idle, then under load, ${seconds} s each)"
     for mode in idle load; do
         port=$(free_port)
         profile "${names[$index]}" "$mode" "$port" "${builds[$index]}" serve --data-dir "$work_directory/data" \
-            --listen "127.0.0.1:$port" --admin-listen "127.0.0.1:$(free_port)" --snapshot-interval-minutes 0
+            --listen "127.0.0.1:$port" --admin-listen "127.0.0.1:$(free_port)" --snapshot-interval-minutes 0 \
+            "${cache_flags[@]}"
     done
 done
 echo "ceiling: the constant-body server, $profile_bytes bytes (idle, then under load, ${seconds} s each)"
