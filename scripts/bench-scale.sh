@@ -41,8 +41,6 @@ sizes=("$@")
 [ ${#sizes[@]} -gt 0 ] || sizes=(200000 1000000 3000000)
 seconds="${SECONDS_PER_ROUND:-15}"
 connections="${CONNECTIONS:-64}"
-cache_flags=()
-[ -z "${DOCUMENT_CACHE_MIB:-}" ] || cache_flags=(--document-cache-mib "$DOCUMENT_CACHE_MIB")
 work_directory="$(mktemp -d "${TMPDIR:-/tmp}/scale-bench.XXXXXX")"
 # shellcheck source=scripts/bench/helpers.sh
 source scripts/bench/helpers.sh
@@ -96,7 +94,7 @@ for works in "${sizes[@]}"; do
     warm "$api_port" "$uncached_port" "$ceiling_port"
     # The cached API's rounds measure a cache that has seen every work, as
     # a service's has once it has run a while, not the cache filling.
-    python3 scripts/bench/every_work.py "$api_port" "$works" "$BENCH_API_KEY"
+    python3 scripts/bench/every_work.py "$api_port" "$works"
     for round in 1 2 3; do
         load "http://127.0.0.1:$api_port" "$size_directory/cached-$round.txt"
         load "http://127.0.0.1:$uncached_port" "$size_directory/uncached-$round.txt"

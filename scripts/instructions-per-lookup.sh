@@ -25,8 +25,6 @@ source scripts/bench/two_builds.sh
 callgrind_builds lookup-instructions "$@"
 works="${3:-10000}"
 seconds="${4:-30}"
-cache_flags=()
-[ -z "${DOCUMENT_CACHE_MIB:-}" ] || cache_flags=(--document-cache-mib "$DOCUMENT_CACHE_MIB")
 # shellcheck source=scripts/bench/helpers.sh
 source scripts/bench/helpers.sh
 

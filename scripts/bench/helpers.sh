@@ -9,6 +9,10 @@ cleanup() {
 }
 trap cleanup EXIT
 command -v wrk >/dev/null || { echo "wrk is required (Debian package wrk)" >&2; exit 1; }
+# DOCUMENT_CACHE_MIB, when set, as a query API's `--document-cache-mib`,
+# for the benchmarks that let it size the cache they measure.
+cache_flags=()
+[ -z "${DOCUMENT_CACHE_MIB:-}" ] || cache_flags=(--document-cache-mib "$DOCUMENT_CACHE_MIB")
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 wait_for() { for _ in $(seq 1 300); do curl -s -o /dev/null "$1" && return 0; sleep 0.1; done; echo "$1 did not answer" >&2; exit 1; }
 # Drives rights lookups at URL $1 for `seconds` over `connections`
