@@ -9,6 +9,7 @@
 #   docker-compose  `config` checks docker-compose.yml (needs no engine)
 #   chromium        renders /api/docs headless; the public record page's checks run in it
 #   wrk             drives the load benchmark's smoke test
+#   valgrind        memcheck runs the tests of lz4-blocks, the FFI crate
 #   nginx           the shipped balancer configuration in front of two replicas
 #   java, maven     (Debian: openjdk-17-jdk-headless, maven) run and fetch the engines
 #   script          (Debian: bsdutils) a pseudo-terminal for the rebuild's progress line
@@ -32,6 +33,7 @@ command -v promtool >/dev/null || missing_packages+=(prometheus)
 command -v docker-compose >/dev/null || missing_packages+=(docker-compose)
 command -v chromium >/dev/null || missing_packages+=(chromium)
 command -v wrk >/dev/null || missing_packages+=(wrk)
+command -v valgrind >/dev/null || missing_packages+=(valgrind)
 [ -x /usr/sbin/nginx ] || command -v nginx >/dev/null || missing_packages+=(nginx)
 command -v java >/dev/null || missing_packages+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null || missing_packages+=(maven)

@@ -14,9 +14,12 @@
 # each build. With two builds it also lists the functions whose cost per
 # lookup changed most (self cost, B minus A). DOCUMENT_CACHE_MIB sets the
 # builds' `--document-cache-mib`: 0 measures the lookup that reads the store
-# and decompresses the document on every request.
+# and decompresses the document on every request. The tree's projector
+# writes the store both builds serve; PROJECTOR_A and PROJECTOR_B, when
+# set, write a store for each build instead (a change of the stored format
+# needs each build's own).
 #
-#   [DOCUMENT_CACHE_MIB=N] scripts/instructions-per-lookup.sh QUERY_API_A [QUERY_API_B] [WORKS=10000] [SECONDS=30]
+#   [DOCUMENT_CACHE_MIB=N] [PROJECTOR_A=P] [PROJECTOR_B=P] scripts/instructions-per-lookup.sh QUERY_API_A [QUERY_API_B] [WORKS=10000] [SECONDS=30]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,16 +31,25 @@ seconds="${4:-30}"
 # shellcheck source=scripts/bench/helpers.sh
 source scripts/bench/helpers.sh
 
-cargo build --release --quiet -p projector -p query-api --example constant_body_server
+cargo build --release --quiet -p projector -p query-api --bins --example constant_body_server
 projector=target/release/projector
 ceiling=target/release/examples/constant_body_server
 "$projector" generate --works "$works" --seed 7 --events-per-segment 50000 --out "$work_directory/events" >/dev/null
-RUST_LOG=warn "$projector" run --source "file://$work_directory/events" --data-dir "$work_directory/data" \
-    --admin-listen 127.0.0.1:0 --exit-when-caught-up >/dev/null
 export BENCH_WORKS="$works"
-BENCH_API_KEY=$("${builds[0]}" keys --data-dir "$work_directory/data" issue --partner "Instruction count" \
-    --scopes rights:read --rate-limit 1000000000 2>/dev/null)
-export BENCH_API_KEY
+names=(A B)
+writers=("$(realpath "${PROJECTOR_A:-$projector}")" "$(realpath "${PROJECTOR_B:-$projector}")")
+stores=() keys=()
+for index in "${!builds[@]}"; do
+    if ((index > 0)) && [[ "${writers[$index]}" == "${writers[0]}" ]]; then
+        stores+=("${stores[0]}") keys+=("${keys[0]}")
+        continue
+    fi
+    stores+=("$work_directory/data-${names[$index]}")
+    RUST_LOG=warn "${writers[$index]}" run --source "file://$work_directory/events" --data-dir "${stores[$index]}" \
+        --admin-listen 127.0.0.1:0 --exit-when-caught-up >/dev/null
+    keys+=("$("${builds[$index]}" keys --data-dir "${stores[$index]}" issue --partner "Instruction count" \
+        --scopes rights:read --rate-limit 1000000000 2>/dev/null)")
+done
 
 # Runs the server command given after NAME, MODE and PORT (it listens on
 # PORT) under callgrind for $seconds, idle or under load (MODE); the profile
@@ -66,20 +78,21 @@ profile() {
 }
 
 # The ceiling's body is as large as an average profile the first build serves.
+export BENCH_API_KEY="${keys[0]}"
 port=$(free_port)
-RUST_LOG=warn "${builds[0]}" serve --data-dir "$work_directory/data" --listen "127.0.0.1:$port" \
+RUST_LOG=warn "${builds[0]}" serve --data-dir "${stores[0]}" --listen "127.0.0.1:$port" \
     --admin-listen "127.0.0.1:$(free_port)" --snapshot-interval-minutes 0 &
 pids+=($!)
 wait_for "http://127.0.0.1:$port/"
 profile_bytes=$(python3 scripts/bench/average_profile_bytes.py "$port" "$works")
 kill "${pids[-1]}"
 
-names=(A B)
 for index in "${!builds[@]}"; do
     echo "${names[$index]}: ${builds[$index]} ${cache_flags[*]} (idle, then under load, ${seconds} s each)"
+    export BENCH_API_KEY="${keys[$index]}"
     for mode in idle load; do
         port=$(free_port)
-        profile "${names[$index]}" "$mode" "$port" "${builds[$index]}" serve --data-dir "$work_directory/data" \
+        profile "${names[$index]}" "$mode" "$port" "${builds[$index]}" serve --data-dir "${stores[$index]}" \
             --listen "127.0.0.1:$port" --admin-listen "127.0.0.1:$(free_port)" --snapshot-interval-minutes 0 \
             "${cache_flags[@]}"
     done

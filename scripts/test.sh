@@ -17,6 +17,11 @@ source scripts/install-test-tools.sh
 
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
+# The FFI crate's tests under valgrind's memcheck too: its unsafe calls into
+# liblz4 must not touch memory they do not own, nor leak what they allocate.
+host_runner="CARGO_TARGET_$(rustc -vV | sed -n 's/^host: //p' | tr 'a-z-' 'A-Z_')_RUNNER"
+env "$host_runner=valgrind --quiet --error-exitcode=1 --leak-check=full --show-leak-kinds=definite --errors-for-leak-kinds=definite" \
+    cargo test -p lz4-blocks --lib --locked --quiet
 # End-to-end tests start the real binaries; build them first so the tests
 # find them up to date (they also build on demand when run alone).
 cargo build --workspace --bins --locked

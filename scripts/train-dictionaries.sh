@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Trains the zstd dictionaries the stores compress bodies with
-# (`schemas/dictionaries/`, see read-model/src/stored_bodies.rs) from a
+# Trains the dictionaries the stores compress bodies with, as zstd frames
+# or LZ4 blocks (`schemas/dictionaries/`, see read-model/src/stored_bodies.rs), from a
 # generated registry of 20,000 works (seed 1, which no benchmark uses, so
 # the benchmarks measure the dictionaries on data they were not trained on).
 #
@@ -9,7 +9,7 @@
 # The files are replaced. A new REVISION gives every dictionary a new id;
 # stores written with the old ones can then be read only by a program that
 # still has those (read-model/src/stored_bodies.rs) or after a rebuild.
-# Needs Python's `zstandard` (tests/python-requirements.txt).
+# Needs Python's `zstandard` and `lz4` (tests/python-requirements.txt).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,7 +24,7 @@ projector=target/release/projector
     --admin-listen 127.0.0.1:0 --exit-when-caught-up >/dev/null
 
 python3 - "$work_directory/data/model-v1.sqlite" "$revision" <<'PY'
-import glob, random, sqlite3, sys
+import random, sqlite3, sys
 import zstandard
 
 store, revision = sys.argv[1], int(sys.argv[2])
@@ -39,16 +39,10 @@ families = [
     ("bulk_row", "SELECT body FROM bulk_rows"),
     ("aggregate_state", "SELECT state FROM aggregates"),
 ]
-# Bodies already stored compressed are read back with the dictionaries that wrote them.
-known = {}
-for path in glob.glob("schemas/dictionaries/*.zdict"):
-    dictionary = zstandard.ZstdCompressionDict(open(path, "rb").read())
-    known[dictionary.dict_id()] = dictionary
-def plain(body):
-    if body[:4] != b"\x28\xb5\x2f\xfd":
-        return body
-    dictionary = known[zstandard.get_frame_parameters(body).dict_id]
-    return zstandard.ZstdDecompressor(dict_data=dictionary).decompress(body)
+# Bodies already stored compressed are read back with the dictionaries that
+# wrote them, as the store's independent check reads them.
+sys.path.insert(0, "tests/store")
+from stored_bodies import plain
 
 connection = sqlite3.connect(store)
 for number, (family, query) in enumerate(families, start=1):

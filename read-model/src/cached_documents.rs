@@ -5,8 +5,8 @@
 //! A cache holds documents as they are served until it first evicts one to
 //! make room (replacing a document's own entry, as two lookups that missed
 //! it at once do, makes none). From then on it holds them as the store does
-//! (`stored_bodies`: a zstd frame made with its kind's dictionary, a
-//! fraction of the document's size) and decompresses one each time it is
+//! (`stored_bodies`: a zstd frame or an LZ4 block made with its kind's
+//! dictionary, a fraction of the document's size) and decompresses one each time it is
 //! served; it drops what it held, so every entry is held one way. So a
 //! registry whose documents fit the bound is served without decompressing
 //! any, and one larger is held several times over: a decompression costs a
@@ -126,8 +126,8 @@ impl CachedDocuments {
     }
 
     /// The document held for `kind` and `key`, as it is served. A body is
-    /// never a zstd frame (`stored_bodies`), so what is held says which way
-    /// it was held.
+    /// never a stored frame or block (`stored_bodies`), so what is held says
+    /// which way it was held.
     pub(crate) fn get(&self, kind: DocumentKind, key: &str) -> Option<Result<Body, StoreError>> {
         let held = self.entries.get(&DocumentLookup { kind, key })?;
         Some(stored_bodies::decompress_borrowed(&held))

@@ -1,7 +1,8 @@
 //! Bodies as the stores keep them: each document, provenance entry, bulk row
-//! and projector state is one zstd frame, compressed with a dictionary
-//! trained for its kind of body, and read back to exactly the bytes written;
-//! a body too short to gain from it is kept as it is.
+//! and projector state is compressed with a dictionary trained for its kind
+//! of body, as a zstd frame or as an LZ4 block (whichever its kind uses),
+//! and read back to exactly the bytes written; a body too short to gain
+//! from it is kept as it is.
 //!
 //! Why: bodies of one kind repeat their keys and most of their structure,
 //! and a dictionary holds that once for all of them, so a body shrinks to a
@@ -12,14 +13,26 @@
 //! its content would save, and its compression costs nearly as much as a
 //! long one's.
 //!
+//! Why two codecs: a lookup that is not served from memory decompresses
+//! the document it reads, and so does a document cache that holds stored
+//! bodies; zstd's entropy coding spends about 8,000 instructions on a rights
+//! profile, a sixth of such a lookup, where an LZ4 block made against the
+//! same dictionary decodes in about 2,500 ([`BodyKind::codec`] has the
+//! figures of each kind). LZ4 has no entropy coding, so its blocks are
+//! larger, and its high-compression mode costs the projector more per body,
+//! so only the rights profile, the document lookups read most, uses it.
+//!
 //! The dictionaries are committed (`schemas/dictionaries/`, trained by
-//! `scripts/train-dictionaries.sh`) and compiled in. Every frame names its
-//! dictionary's id, and a body whose dictionary the program lacks is
-//! refused as corrupt: retraining means keeping the old files beside the
-//! new ones, or rebuilding every store. A body that is not a zstd frame (a
-//! short one, one stored before compression, or a sandbox fixture) is read
-//! as it is: JSON and the projector's MessagePack states never begin with
-//! the frame's magic number.
+//! `scripts/train-dictionaries.sh`) and compiled in; an LZ4 block is made
+//! against the same file as zstd's frames, whose trained content is at its
+//! end, where LZ4 looks for matches. Every body names its dictionary's id,
+//! and a body whose dictionary the program lacks is refused as corrupt:
+//! retraining means keeping the old files beside the new ones, or
+//! rebuilding every store. A store may hold both codecs for one kind (a
+//! body written before its kind changed codec is read as it was written).
+//! A body that is neither (a short one, one stored before compression, or a
+//! sandbox fixture) is read as it is: JSON and the projector's MessagePack
+//! states never begin with zstd's magic number, nor with [`BLOCK_MAGIC`].
 //!
 //! It must not interpret what it compresses.
 
@@ -43,6 +56,13 @@ pub enum BodyKind {
     /// A bulk row, and the same body in the change feed.
     BulkRow,
     AggregateState,
+}
+
+/// How a kind's bodies are compressed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Codec {
+    Zstd,
+    Lz4,
 }
 
 impl BodyKind {
@@ -72,6 +92,46 @@ impl BodyKind {
     fn index(self) -> usize {
         self as usize
     }
+
+    /// The codec of the kind's bodies. Measured on 5,000 bodies of each
+    /// kind from a generated registry of 10,000 works (seed 42): the mean
+    /// stored zstd frame (level 1) and LZ4 block ([`LZ4_LEVEL`], with its
+    /// header of 7 bytes), and the instructions that decompress one,
+    /// counted by callgrind.
+    ///
+    /// | kind (mean body) | zstd frame | LZ4 block | zstd decode | LZ4 decode |
+    /// |---|---|---|---|---|
+    /// | rights profile (1,208 B) | 161.7 B | 179.8 B | 7,958 | 2,465 |
+    /// | metadata (506 B) | 105.2 B | 105.1 B | 5,798 | 1,825 |
+    /// | license status (431 B) | 82.2 B | 87.5 B | 4,346 | 1,236 |
+    /// | bulk row (312 B) | 80.5 B | 78.2 B | 4,035 | 1,261 |
+    /// | projector state (274 B) | 142.2 B | 157.1 B | 3,836 | 1,030 |
+    /// | verification (512 B) | 134.9 B | 186.4 B | 4,262 | 1,535 |
+    /// | evidence (1,465 B) | 252.5 B | 343.3 B | 9,552 | 3,423 |
+    /// | provenance (1,354 B) | 306.9 B | 369.4 B | 9,939 | 3,576 |
+    ///
+    /// The last three would grow by a fifth to a third. With LZ4 for the
+    /// first five, the projector spent 21% more CPU time per event
+    /// (`scripts/compare-projectors.sh`, three pairs) for 6.7% more
+    /// instructions (`scripts/instructions-per-event.sh`): a state is
+    /// compressed for nearly every event, and liblz4's contexts (256 KiB a
+    /// kind) do not stay in the processor's caches. With LZ4 for rights
+    /// profiles alone it spent 4.1% more instructions and no measurable
+    /// time, while a lookup that reads the store took 13% fewer
+    /// instructions (`scripts/instructions-per-lookup.sh`). So the rights
+    /// profile uses LZ4 and every other kind zstd.
+    fn codec(self) -> Codec {
+        match self {
+            BodyKind::RightsProfile => Codec::Lz4,
+            BodyKind::Verification
+            | BodyKind::Metadata
+            | BodyKind::Evidence
+            | BodyKind::LicenseStatus
+            | BodyKind::Provenance
+            | BodyKind::BulkRow
+            | BodyKind::AggregateState => Codec::Zstd,
+        }
+    }
 }
 
 /// The committed dictionaries, in the order of [`BodyKind::ALL`].
@@ -92,6 +152,12 @@ const DICTIONARY_FILES: [&[u8]; 8] = [
 /// of the projector's time (`scripts/compare-projectors.sh` measures both).
 const LEVEL: i32 = 1;
 
+/// liblz4's lowest level that searches hash chains. Level 2 costs a rights
+/// profile 17,900 instructions but leaves its block 36% larger than zstd's
+/// frame; level 3 costs 45,600 (zstd level 1: 24,000) for 7% larger;
+/// level 9 gains 3% more for 80,700.
+const LZ4_LEVEL: i32 = 3;
+
 /// Bodies this long or shorter are stored as they are. On the generated
 /// registry's bodies (`scripts/bench-scale.sh` stores) those are projector
 /// states and notification memos: up to 96 bytes a frame takes no less room
@@ -105,21 +171,43 @@ const LONGEST_BODY_STORED_AS_IT_IS: usize = 128;
 /// The first four bytes of every zstd frame.
 const FRAME_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
 
-/// No stored body is larger; a frame that claims more is corrupt.
+/// The first byte of every stored LZ4 block, which its header follows: the
+/// dictionary's id (four bytes, little-endian), then the body's size
+/// (LEB128, at most four bytes), then the block. No JSON text begins with
+/// it (it is never part of UTF-8), and MessagePack never uses it.
+const BLOCK_MAGIC: u8 = 0xC1;
+
+/// No stored body is larger; a frame or block that claims more is corrupt.
 const LARGEST_BODY: u64 = 64 << 20;
 
 struct Dictionary {
     id: u32,
-    encoder: EncoderDictionary<'static>,
+    bytes: &'static [u8],
+    encoder: Encoder,
     decoder: DecoderDictionary<'static>,
 }
 
+/// A dictionary prepared for its kind's codec.
+enum Encoder {
+    Zstd(EncoderDictionary<'static>),
+    Lz4(lz4_blocks::Dictionary),
+}
+
 static DICTIONARIES: LazyLock<Vec<Dictionary>> = LazyLock::new(|| {
-    DICTIONARY_FILES
+    BodyKind::ALL
         .iter()
-        .map(|file| Dictionary {
+        .zip(DICTIONARY_FILES)
+        .map(|(kind, file)| Dictionary {
             id: dictionary_id(file),
-            encoder: EncoderDictionary::copy(file, LEVEL),
+            bytes: file,
+            encoder: match kind.codec() {
+                Codec::Zstd => Encoder::Zstd(EncoderDictionary::copy(file, LEVEL)),
+                // Fails only when liblz4 cannot allocate a context, which
+                // leaves nothing to compress with; the dictionary is ours.
+                Codec::Lz4 => Encoder::Lz4(
+                    lz4_blocks::Dictionary::new(file, LZ4_LEVEL).expect("failed to prepare an LZ4 dictionary"),
+                ),
+            },
             decoder: DecoderDictionary::copy(file),
         })
         .collect()
@@ -136,29 +224,55 @@ thread_local! {
     static DECOMPRESSOR: RefCell<Option<Decompressor<'static>>> = const { RefCell::new(None) };
 }
 
-/// `body` as stored: a zstd frame made with `kind`'s dictionary, or the
-/// body itself when it is too short to gain from one.
+/// `body` as stored: compressed with `kind`'s dictionary and codec, or the
+/// body itself when it is too short to gain from it.
 pub fn compress(kind: BodyKind, body: &[u8]) -> Result<Vec<u8>, StoreError> {
     if body.len() <= LONGEST_BODY_STORED_AS_IT_IS {
         return Ok(body.to_vec());
     }
-    COMPRESSORS.with(|compressors| {
-        let mut compressors = compressors.borrow_mut();
-        let slot = &mut compressors[kind.index()];
-        let compressor = match slot {
-            Some(compressor) => compressor,
-            None => slot.insert(
-                Compressor::with_prepared_dictionary(&DICTIONARIES[kind.index()].encoder)
-                    .map_err(|error| StoreError::Corrupt(format!("cannot start compressing: {error}")))?,
-            ),
-        };
-        compressor.compress(body).map_err(|error| StoreError::Corrupt(format!("cannot compress a body: {error}")))
-    })
+    let dictionary = &DICTIONARIES[kind.index()];
+    match &dictionary.encoder {
+        Encoder::Lz4(encoder) => compress_block(dictionary.id, encoder, body),
+        Encoder::Zstd(encoder) => COMPRESSORS.with(|compressors| {
+            let mut compressors = compressors.borrow_mut();
+            let slot = &mut compressors[kind.index()];
+            let compressor = match slot {
+                Some(compressor) => compressor,
+                None => slot.insert(
+                    Compressor::with_prepared_dictionary(encoder)
+                        .map_err(|error| StoreError::Corrupt(format!("cannot start compressing: {error}")))?,
+                ),
+            };
+            compressor.compress(body).map_err(|error| StoreError::Corrupt(format!("cannot compress a body: {error}")))
+        }),
+    }
 }
 
-/// The body a stored value holds: the frame decompressed, or the value
-/// itself when it is not a frame.
+/// The stored LZ4 block of `body`, after its header ([`BLOCK_MAGIC`]).
+fn compress_block(id: u32, encoder: &lz4_blocks::Dictionary, body: &[u8]) -> Result<Vec<u8>, StoreError> {
+    if body.len() as u64 > LARGEST_BODY {
+        return Err(StoreError::Corrupt(format!("cannot compress a body of {} bytes", body.len())));
+    }
+    let mut stored = Vec::new();
+    stored.push(BLOCK_MAGIC);
+    stored.extend_from_slice(&id.to_le_bytes());
+    let mut size = body.len();
+    while size >= 0x80 {
+        stored.push((size & 0x7F) as u8 | 0x80);
+        size >>= 7;
+    }
+    stored.push(size as u8);
+    lz4_blocks::compress_into(encoder, body, &mut stored)
+        .map_err(|error| StoreError::Corrupt(format!("cannot compress a body: {error}")))?;
+    Ok(stored)
+}
+
+/// The body a stored value holds: the frame or block decompressed, or the
+/// value itself when it is neither.
 pub fn decompress(stored: Vec<u8>) -> Result<Vec<u8>, StoreError> {
+    if stored.first() == Some(&BLOCK_MAGIC) {
+        return decompress_block(&stored);
+    }
     if !stored.starts_with(&FRAME_MAGIC) {
         return Ok(stored);
     }
@@ -167,19 +281,54 @@ pub fn decompress(stored: Vec<u8>) -> Result<Vec<u8>, StoreError> {
 
 /// [`decompress`] of a stored value that stays where it is (a cached one).
 pub fn decompress_borrowed(stored: &[u8]) -> Result<Vec<u8>, StoreError> {
+    if stored.first() == Some(&BLOCK_MAGIC) {
+        return decompress_block(stored);
+    }
     if !stored.starts_with(&FRAME_MAGIC) {
         return Ok(stored.to_vec());
     }
     decompress_frame(stored)
 }
 
-fn decompress_frame(stored: &[u8]) -> Result<Vec<u8>, StoreError> {
-    let corrupt = |what: &str| StoreError::Corrupt(format!("a stored body {what}"));
-    let id = zstd::zstd_safe::get_dict_id_from_frame(stored).map_or(0, std::num::NonZeroU32::get);
-    let dictionary = DICTIONARIES
+fn corrupt(what: &str) -> StoreError {
+    StoreError::Corrupt(format!("a stored body {what}"))
+}
+
+/// The dictionary whose id a stored body names.
+fn named_dictionary(id: u32) -> Result<&'static Dictionary, StoreError> {
+    DICTIONARIES
         .iter()
         .find(|dictionary| dictionary.id == id)
-        .ok_or_else(|| corrupt(&format!("names dictionary {id}, which this program does not have")))?;
+        .ok_or_else(|| corrupt(&format!("names dictionary {id}, which this program does not have")))
+}
+
+fn decompress_block(stored: &[u8]) -> Result<Vec<u8>, StoreError> {
+    let id = stored.get(1..5).and_then(|bytes| bytes.try_into().ok()).map(u32::from_le_bytes);
+    let dictionary = named_dictionary(id.ok_or_else(|| corrupt("ends in its header"))?)?;
+    let mut size: u64 = 0;
+    let mut at = 5;
+    for shift in [0, 7, 14, 21] {
+        let byte = *stored.get(at).ok_or_else(|| corrupt("ends in its header"))?;
+        size |= u64::from(byte & 0x7F) << shift;
+        at += 1;
+        if byte & 0x80 == 0 {
+            break;
+        }
+        if shift == 21 {
+            return Err(corrupt("has too long a size"));
+        }
+    }
+    if size > LARGEST_BODY {
+        return Err(corrupt("has too large a size"));
+    }
+    let size = usize::try_from(size).map_err(|_| corrupt("has too large a size"))?;
+    lz4_blocks::decompress(dictionary.bytes, &stored[at..], size)
+        .map_err(|error| corrupt(&format!("does not decompress: {error}")))
+}
+
+fn decompress_frame(stored: &[u8]) -> Result<Vec<u8>, StoreError> {
+    let id = zstd::zstd_safe::get_dict_id_from_frame(stored).map_or(0, std::num::NonZeroU32::get);
+    let dictionary = named_dictionary(id)?;
     let size = match zstd::zstd_safe::get_frame_content_size(stored) {
         Ok(Some(size)) if size <= LARGEST_BODY => size,
         _ => return Err(corrupt("has no size, or too large a one")),
@@ -202,6 +351,16 @@ fn decompress_frame(stored: &[u8]) -> Result<Vec<u8>, StoreError> {
 mod tests {
     use super::*;
 
+    /// Whether `stored` is written the way `kind`'s codec writes.
+    fn written_by_codec(kind: BodyKind, stored: &[u8]) -> bool {
+        match kind.codec() {
+            Codec::Lz4 => stored.first() == Some(&BLOCK_MAGIC),
+            Codec::Zstd => stored.starts_with(&FRAME_MAGIC),
+        }
+    }
+
+    const PROFILE: &[u8] = br#"{"lccId":"LCC-0000000001","title":"Title of LCC-0000000001","holders":[{"partyId":"PTY-0000000001","name":"Ada","role":"author"}]}"#;
+
     #[test]
     fn every_kind_has_a_dictionary_of_its_own_id() {
         let mut ids: Vec<u32> = DICTIONARIES.iter().map(|dictionary| dictionary.id).collect();
@@ -212,16 +371,51 @@ mod tests {
 
     #[test]
     fn a_body_reads_back_to_the_bytes_written_and_shrinks() {
-        let body = br#"{"lccId":"LCC-0000000001","title":"Title of LCC-0000000001","holders":[{"partyId":"PTY-0000000001","name":"Ada","role":"author"}]}"#;
-        assert!(body.len() > LONGEST_BODY_STORED_AS_IT_IS);
+        assert!(PROFILE.len() > LONGEST_BODY_STORED_AS_IT_IS);
         for kind in BodyKind::ALL {
-            let stored = compress(kind, body).expect("compress");
-            assert!(stored.starts_with(&FRAME_MAGIC));
-            assert_eq!(decompress_borrowed(&stored).expect("decompress"), body, "{kind:?}");
-            assert_eq!(decompress(stored).expect("decompress"), body, "{kind:?}");
+            let stored = compress(kind, PROFILE).expect("compress");
+            assert!(written_by_codec(kind, &stored), "{kind:?}");
+            assert_eq!(decompress_borrowed(&stored).expect("decompress"), PROFILE, "{kind:?}");
+            assert_eq!(decompress(stored).expect("decompress"), PROFILE, "{kind:?}");
         }
         let profile = br#"{"lccId":"LCC-1","title":"Title of LCC-1","iswc":null,"isrcs":[],"status":"published","openForLicensing":true,"holders":[],"splitRatio":[]}"#;
         assert!(compress(BodyKind::RightsProfile, profile).expect("compress").len() < profile.len() / 2);
+    }
+
+    #[test]
+    fn both_codecs_serve_some_kinds() {
+        assert_eq!(BodyKind::RightsProfile.codec(), Codec::Lz4);
+        assert_eq!(BodyKind::Provenance.codec(), Codec::Zstd);
+    }
+
+    #[test]
+    fn a_body_of_the_other_codec_reads_back_whatever_its_kind_uses_now() {
+        // A store written before its kind changed codec holds zstd frames
+        // of an LZ4 kind, and the other way round once changed back.
+        let rights = BodyKind::RightsProfile.index();
+        let frame = Compressor::with_dictionary(LEVEL, DICTIONARY_FILES[rights])
+            .and_then(|mut compressor| compressor.compress(PROFILE))
+            .expect("a zstd frame");
+        assert!(frame.starts_with(&FRAME_MAGIC));
+        assert_eq!(decompress(frame).expect("frame"), PROFILE);
+        let provenance = &DICTIONARIES[BodyKind::Provenance.index()];
+        let encoder = lz4_blocks::Dictionary::new(provenance.bytes, LZ4_LEVEL).expect("dictionary");
+        let block = compress_block(provenance.id, &encoder, PROFILE).expect("block");
+        assert_eq!(decompress_borrowed(&block).expect("block"), PROFILE);
+    }
+
+    #[test]
+    fn a_block_header_holds_the_dictionary_and_the_size() {
+        let stored = compress(BodyKind::RightsProfile, PROFILE).expect("compress");
+        assert_eq!(stored[1..5], DICTIONARIES[BodyKind::RightsProfile.index()].id.to_le_bytes());
+        // 130 bytes: 2 and 1 in base 128, least significant first.
+        assert_eq!(PROFILE.len(), 130);
+        assert_eq!(stored[5..7], [0x82, 0x01]);
+        // 26,000 bytes: 16, 75 and 1 in base 128.
+        let long = PROFILE.repeat(200);
+        let stored = compress(BodyKind::RightsProfile, &long).expect("compress");
+        assert_eq!(stored[5..8], [0x90, 0xCB, 0x01]);
+        assert_eq!(decompress(stored).expect("long"), long);
     }
 
     #[test]
@@ -232,11 +426,10 @@ mod tests {
             assert_eq!(stored, memo, "{kind:?}");
             assert_eq!(decompress(stored).expect("read"), memo, "{kind:?}");
         }
-        assert!(
-            compress(BodyKind::AggregateState, &[0xC4; LONGEST_BODY_STORED_AS_IT_IS + 1])
-                .expect("compress")
-                .starts_with(&FRAME_MAGIC)
-        );
+        for kind in BodyKind::ALL {
+            let stored = compress(kind, &[0xC4; LONGEST_BODY_STORED_AS_IT_IS + 1]).expect("compress");
+            assert!(written_by_codec(kind, &stored), "{kind:?}");
+        }
     }
 
     #[test]
@@ -252,11 +445,37 @@ mod tests {
         assert!(decompress(plain).is_err(), "a frame without a dictionary id");
         let row =
             br#"{"lccId":"LCC-0000000001","title":"Title of LCC-0000000001","iswc":"T-000.000.001-0","isrcs":["QZSB12500001"],"status":"published"}"#;
-        let mut damaged = compress(BodyKind::BulkRow, row).expect("compress");
-        assert!(damaged.starts_with(&FRAME_MAGIC));
-        let last = damaged.len() - 1;
-        damaged[last] ^= 0xFF;
-        damaged.truncate(last);
-        assert!(decompress(damaged).is_err());
+        for kind in [BodyKind::Provenance, BodyKind::RightsProfile] {
+            let mut damaged = compress(kind, row).expect("compress");
+            assert!(written_by_codec(kind, &damaged), "{kind:?}");
+            let last = damaged.len() - 1;
+            damaged[last] ^= 0xFF;
+            damaged.truncate(last);
+            assert!(decompress(damaged).is_err(), "{kind:?}");
+        }
+    }
+
+    #[test]
+    fn a_block_of_an_unknown_dictionary_or_a_damaged_header_is_corrupt() {
+        let stored = compress(BodyKind::RightsProfile, PROFILE).expect("compress");
+        let mut unknown = stored.clone();
+        unknown[1..5].copy_from_slice(&7_u32.to_le_bytes());
+        let corrupt = |stored: &[u8]| match decompress_borrowed(stored) {
+            Err(StoreError::Corrupt(reason)) => reason,
+            other => panic!("not corrupt: {other:?}"),
+        };
+        assert!(corrupt(&unknown).contains("names dictionary 7"));
+        assert!(corrupt(&stored[..3]).contains("ends in its header"));
+        assert!(corrupt(&stored[..6]).contains("ends in its header"));
+        let mut endless = stored[..5].to_vec();
+        endless.extend([0xFF; 5]);
+        assert!(corrupt(&endless).contains("too long a size"));
+        let mut huge = stored[..5].to_vec();
+        huge.extend([0xFF, 0xFF, 0xFF, 0x7F]);
+        assert!(corrupt(&huge).contains("too large a size"));
+        let mut wrong_size = stored[..5].to_vec();
+        wrong_size.extend([0x83, 0x01]);
+        wrong_size.extend(&stored[7..]);
+        assert!(corrupt(&wrong_size).contains("does not decompress"));
     }
 }

@@ -13,8 +13,10 @@ pub const MODEL_CQL: &str = include_str!("../../../schemas/cql/model.cql");
 /// The schema revision this binary creates and reads. A store at a higher
 /// revision was written by a newer program and is refused. Revision 2 adds
 /// the catalog's clock, which every catalog write must go through; revision
-/// 3 the bulk bucket marks, which every bulk-row write must go through.
-pub const SCHEMA_REVISION: i32 = 3;
+/// 3 the bulk bucket marks, which every bulk-row write must go through;
+/// revision 4 may hold LZ4 blocks (`stored_bodies`), which a program of
+/// revision 3 would serve as they are.
+pub const SCHEMA_REVISION: i32 = 4;
 
 /// The statement that drops keyspace `keyspace` (a model version, or the
 /// catalog when decommissioning), which no DDL file holds.

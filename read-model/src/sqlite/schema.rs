@@ -40,8 +40,10 @@ const REVISION_6_TABLES: [&str; 2] = ["work_documents", "license_statuses"];
 /// revision 8 keeps a batch's provenance entries of a work in one row (see
 /// `provenance_groups`), which a program of revision 7 would serve as one
 /// entry, while the rows of one entry that files of revision 7 hold are
-/// read as they are.
-const SCHEMA_REVISION: i64 = 8;
+/// read as they are; revision 9 may hold LZ4 blocks (`stored_bodies`),
+/// which a program of revision 8 would serve as they are, while the zstd
+/// frames that files of revision 8 hold are read as they are.
+const SCHEMA_REVISION: i64 = 9;
 
 pub(super) fn migrate_catalog(connection: &mut Connection) -> Result<(), StoreError> {
     migrate(connection, CATALOG_DDL, &[])

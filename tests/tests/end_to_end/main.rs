@@ -39,4 +39,5 @@ mod service;
 mod signed_evidence;
 mod stalled_connections;
 mod stop_while_waiting;
+mod stored_bodies;
 mod webhooks;
