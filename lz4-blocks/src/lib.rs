@@ -14,8 +14,10 @@
 //! keeps one working context of its own (256 KiB), resets it before each
 //! body and attaches the dictionary's context to it
 //! (`LZ4_attach_HC_dictionary`), so a body costs no load of the dictionary
-//! and no copy of its tables. Each block stands alone: it is decoded with
-//! the dictionary's bytes and nothing else.
+//! and no copy of its tables (but one over 4 KiB, for which liblz4 copies
+//! the dictionary's context into the working one, finding matches faster).
+//! Each block stands alone: it is decoded with the dictionary's bytes and
+//! nothing else.
 //!
 //! This crate knows nothing of what it compresses, nor of how a block is
 //! framed where it is kept: the caller records the body's size and which
