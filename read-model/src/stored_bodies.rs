@@ -270,24 +270,36 @@ fn compress_block(id: u32, encoder: &lz4_blocks::Dictionary, body: &[u8]) -> Res
 /// The body a stored value holds: the frame or block decompressed, or the
 /// value itself when it is neither.
 pub fn decompress(stored: Vec<u8>) -> Result<Vec<u8>, StoreError> {
-    if stored.first() == Some(&BLOCK_MAGIC) {
-        return decompress_block(&stored);
+    match compressed_as(&stored) {
+        Some(codec) => decompress_with(codec, &stored),
+        None => Ok(stored),
     }
-    if !stored.starts_with(&FRAME_MAGIC) {
-        return Ok(stored);
-    }
-    decompress_frame(&stored)
 }
 
 /// [`decompress`] of a stored value that stays where it is (a cached one).
 pub fn decompress_borrowed(stored: &[u8]) -> Result<Vec<u8>, StoreError> {
+    match compressed_as(stored) {
+        Some(codec) => decompress_with(codec, stored),
+        None => Ok(stored.to_vec()),
+    }
+}
+
+/// The codec that wrote `stored`, or `None` when it is kept as it is.
+fn compressed_as(stored: &[u8]) -> Option<Codec> {
     if stored.first() == Some(&BLOCK_MAGIC) {
-        return decompress_block(stored);
+        Some(Codec::Lz4)
+    } else if stored.starts_with(&FRAME_MAGIC) {
+        Some(Codec::Zstd)
+    } else {
+        None
     }
-    if !stored.starts_with(&FRAME_MAGIC) {
-        return Ok(stored.to_vec());
+}
+
+fn decompress_with(codec: Codec, stored: &[u8]) -> Result<Vec<u8>, StoreError> {
+    match codec {
+        Codec::Lz4 => decompress_block(stored),
+        Codec::Zstd => decompress_frame(stored),
     }
-    decompress_frame(stored)
 }
 
 fn corrupt(what: &str) -> StoreError {
@@ -353,10 +365,7 @@ mod tests {
 
     /// Whether `stored` is written the way `kind`'s codec writes.
     fn written_by_codec(kind: BodyKind, stored: &[u8]) -> bool {
-        match kind.codec() {
-            Codec::Lz4 => stored.first() == Some(&BLOCK_MAGIC),
-            Codec::Zstd => stored.starts_with(&FRAME_MAGIC),
-        }
+        compressed_as(stored) == Some(kind.codec())
     }
 
     const PROFILE: &[u8] = br#"{"lccId":"LCC-0000000001","title":"Title of LCC-0000000001","holders":[{"partyId":"PTY-0000000001","name":"Ada","role":"author"}]}"#;
