@@ -17,8 +17,8 @@
 //! the document it reads, and so does a document cache that holds stored
 //! bodies; zstd's entropy coding spends about 8,000 instructions on a rights
 //! profile, a sixth of such a lookup, where an LZ4 block made against the
-//! same dictionary decodes in about 2,500 ([`BodyKind::codec`] has the
-//! figures of each kind). LZ4 has no entropy coding, so its blocks are
+//! same dictionary decodes in about 2,500 ([`BodyKind::codec`] says which
+//! kinds use which). LZ4 has no entropy coding, so its blocks are
 //! larger, and its high-compression mode costs the projector more per body,
 //! so only the rights profile, the document lookups read most, uses it.
 //!
@@ -93,33 +93,14 @@ impl BodyKind {
         self as usize
     }
 
-    /// The codec of the kind's bodies. Measured on 5,000 bodies of each
-    /// kind from a generated registry of 10,000 works (seed 42): the mean
-    /// stored zstd frame (level 1) and LZ4 block ([`LZ4_LEVEL`], with its
-    /// header of 7 bytes), and the instructions that decompress one,
-    /// counted by callgrind.
-    ///
-    /// | kind (mean body) | zstd frame | LZ4 block | zstd decode | LZ4 decode |
-    /// |---|---|---|---|---|
-    /// | rights profile (1,208 B) | 161.7 B | 179.8 B | 7,958 | 2,465 |
-    /// | metadata (506 B) | 105.2 B | 105.1 B | 5,798 | 1,825 |
-    /// | license status (431 B) | 82.2 B | 87.5 B | 4,346 | 1,236 |
-    /// | bulk row (312 B) | 80.5 B | 78.2 B | 4,035 | 1,261 |
-    /// | projector state (274 B) | 142.2 B | 157.1 B | 3,836 | 1,030 |
-    /// | verification (512 B) | 134.9 B | 186.4 B | 4,262 | 1,535 |
-    /// | evidence (1,465 B) | 252.5 B | 343.3 B | 9,552 | 3,423 |
-    /// | provenance (1,354 B) | 306.9 B | 369.4 B | 9,939 | 3,576 |
-    ///
-    /// The last three would grow by a fifth to a third. With LZ4 for the
-    /// first five, the projector spent 21% more CPU time per event
-    /// (`scripts/compare-projectors.sh`, three pairs) for 6.7% more
-    /// instructions (`scripts/instructions-per-event.sh`): a state is
-    /// compressed for nearly every event, and liblz4's contexts (256 KiB a
-    /// kind) do not stay in the processor's caches. With LZ4 for rights
-    /// profiles alone it spent 4.1% more instructions and no measurable
-    /// time, while a lookup that reads the store took 13% fewer
-    /// instructions (`scripts/instructions-per-lookup.sh`). So the rights
-    /// profile uses LZ4 and every other kind zstd.
+    /// The codec of the kind's bodies. The rights profile uses LZ4: lookups
+    /// decode it most, and its block (with its header) stays within 11% of
+    /// its zstd frame. Verification, evidence and provenance blocks would
+    /// be a fifth to a third larger than their frames; for the other kinds
+    /// LZ4's compression costs the projector more than their reads gain (a
+    /// state is compressed for nearly every event, and each kind's liblz4
+    /// context takes 256 KiB of the processor's caches). docs/benchmarks.md
+    /// has the lookup's and the projector's instructions with this choice.
     fn codec(self) -> Codec {
         match self {
             BodyKind::RightsProfile => Codec::Lz4,
@@ -152,10 +133,10 @@ const DICTIONARY_FILES: [&[u8]; 8] = [
 /// of the projector's time (`scripts/compare-projectors.sh` measures both).
 const LEVEL: i32 = 1;
 
-/// liblz4's lowest level that searches hash chains. Level 2 costs a rights
-/// profile 17,900 instructions but leaves its block 36% larger than zstd's
-/// frame; level 3 costs 45,600 (zstd level 1: 24,000) for 7% larger;
-/// level 9 gains 3% more for 80,700.
+/// liblz4's lowest level that searches hash chains. At level 2 a rights
+/// profile's block is about a third larger than its zstd frame; higher
+/// levels make it a few percent smaller for up to twice the projector's
+/// time per profile.
 const LZ4_LEVEL: i32 = 3;
 
 /// Bodies this long or shorter are stored as they are. On the generated
