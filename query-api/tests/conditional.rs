@@ -168,3 +168,36 @@ async fn an_answer_computed_at_request_time_keeps_its_weak_tag_until_what_it_sta
         assert_ne!(tag_of(&ended), tag, "{suffix}");
     }
 }
+
+#[tokio::test]
+async fn a_rights_profile_is_tagged_for_the_kind_of_key_asking_whether_the_cache_or_the_store_answers() {
+    use read_model::answer_tags::{self, Requester};
+    let service = Service::start().await;
+    let sandbox_key = service.sandbox_key();
+    let askers = [(sandbox_key.as_str(), Requester::Sandbox), (service.full_key.as_str(), Requester::Production)];
+    for work in ["SANDBOX-LCC-0003", service.production_work()] {
+        let path = format!("/rights/{work}");
+        // The first answer reads the store and keeps the profile; the rest
+        // are served from the cache. Each kind of key gets the tag of its
+        // own answer, which differs from the other's for the same bytes.
+        let mut tags = std::collections::BTreeSet::new();
+        for (key, requester) in askers.iter().chain(&askers).chain(&askers) {
+            let response = get(&service, &path, &[("x-api-key", key)]).await;
+            if response.status() == StatusCode::FORBIDDEN {
+                assert_eq!((*requester, work), (Requester::Sandbox, service.production_work()));
+                continue;
+            }
+            assert_eq!(response.status(), StatusCode::OK, "{work}, {requester:?}");
+            let tag = tag_of(&response);
+            let body = axum::body::to_bytes(response.into_body(), usize::MAX).await.expect("body");
+            assert_eq!(tag, answer_tags::strong(*requester, answer_tags::JSON, &body), "{work}, {requester:?}");
+            let held = get(&service, &path, &[("x-api-key", key), ("if-none-match", &tag)]).await;
+            assert_eq!(held.status(), StatusCode::NOT_MODIFIED, "{work}, {requester:?}");
+            tags.insert(tag);
+        }
+        let expected = if work == service.production_work() { 1 } else { 2 };
+        assert_eq!(tags.len(), expected, "{work}: one tag for each kind of key that may read it, every time");
+    }
+    let statistics = read_model::DocumentReads::document_cache_statistics(&service.store).expect("a cache");
+    assert!(statistics.hits >= 8, "the cache answered the repeated lookups: {statistics:?}");
+}
