@@ -7,8 +7,8 @@ use std::num::NonZeroU32;
 use std::sync::Arc;
 
 use axum::extract::FromRequestParts;
-use axum::http::HeaderValue;
 use axum::http::request::Parts;
+use axum::http::{Extensions, HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use read_model::identifiers::{Audience, SANDBOX_PREFIX};
 
@@ -38,14 +38,19 @@ impl<S: Send + Sync> FromRequestParts<S> for Credentials {
     type Rejection = Infallible;
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Credentials, Infallible> {
-        Ok(Credentials {
-            key: parts.headers.get(crate::keys::API_KEY_HEADER).cloned(),
-            memo: parts.extensions.get::<Connection>().map(|connection| Arc::clone(&connection.key_memo)),
-        })
+        Ok(Credentials::of(&parts.headers, &parts.extensions))
     }
 }
 
 impl Credentials {
+    /// What a request with these headers and extensions presents.
+    pub fn of(headers: &HeaderMap, extensions: &Extensions) -> Credentials {
+        Credentials {
+            key: headers.get(crate::keys::API_KEY_HEADER).cloned(),
+            memo: extensions.get::<Connection>().map(|connection| Arc::clone(&connection.key_memo)),
+        }
+    }
+
     /// Whether the request has an `x-api-key` header at all.
     pub fn present_a_key(&self) -> bool {
         self.key.is_some()

@@ -1,5 +1,6 @@
 //! The one layer every public request passes through once its route is
-//! matched: its span and id, the body limit, the timeout, conditional
+//! matched (or the direct path of the rights lookup, `routes::direct`, has
+//! taken it): its span and id, the body limit, the timeout, conditional
 //! requests and compression, the request metrics, and the headers every
 //! answer carries.
 //!
@@ -52,7 +53,18 @@ impl<S> Layer<S> for EdgeLayer {
     type Service = Edge<S>;
 
     fn layer(&self, inner: S) -> Edge<S> {
-        let route = RouteEdge { settings: Arc::clone(&self.settings), series: RouteSeries::default() };
+        let route = RouteEdge { settings: Arc::clone(&self.settings), series: RouteSeries::default(), name: None };
+        Edge { inner, route: Arc::new(route) }
+    }
+}
+
+impl EdgeLayer {
+    /// The edge of a service that answers one route outside the router,
+    /// which names it `name` in spans and metrics (the router's routes are
+    /// named by the path they matched).
+    pub fn for_route<S>(&self, name: &'static str, inner: S) -> Edge<S> {
+        let route =
+            RouteEdge { settings: Arc::clone(&self.settings), series: RouteSeries::default(), name: Some(name) };
         Edge { inner, route: Arc::new(route) }
     }
 }
@@ -69,6 +81,8 @@ pub struct Edge<S> {
 struct RouteEdge {
     settings: Arc<EdgeSettings>,
     series: RouteSeries,
+    /// The route's name when no router matched it.
+    name: Option<&'static str>,
 }
 
 impl<S> Service<Request> for Edge<S>
@@ -94,8 +108,11 @@ where
             let started = Instant::now();
             let request_id = request_tracing::request_id(request.headers());
             // A shared string and a standard method: clones, not copies.
-            let route = request.extensions().get::<MatchedPath>().cloned();
-            let route = route.as_ref().map_or("unmatched", MatchedPath::as_str);
+            let matched = match edge.name {
+                Some(_) => None,
+                None => request.extensions().get::<MatchedPath>().cloned(),
+            };
+            let route = edge.name.or(matched.as_ref().map(MatchedPath::as_str)).unwrap_or("unmatched");
             let method = request.method().clone();
             let span = request_tracing::span(&request_id, &method, route);
             let conditions = Conditions::of(&request);

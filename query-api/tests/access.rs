@@ -170,7 +170,7 @@ async fn the_rate_limit_allows_exactly_its_count_then_answers_429() {
 }
 
 /// Sends `GET /sandbox/fixtures` to `router` as the client `forwarded_for` behind a proxy.
-async fn fixtures_for(router: &axum::Router, forwarded_for: &str) -> StatusCode {
+async fn fixtures_for(router: &query_api::routes::PublicRouter, forwarded_for: &str) -> StatusCode {
     let request = Request::get(format!("{BASE}/sandbox/fixtures"))
         .header("x-forwarded-for", forwarded_for)
         .body(Body::empty())

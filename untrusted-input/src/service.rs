@@ -14,7 +14,6 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use anyhow::Context;
-use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, Request, StatusCode, header};
 use clap::Parser;
@@ -27,7 +26,7 @@ use projector::source::file::FileSource;
 use query_api::app::BASE_PATH;
 use query_api::config::ServeConfig;
 use query_api::keys::{Scope, Scopes};
-use query_api::routes::router;
+use query_api::routes::{PublicRouter, router};
 use read_model::{Audience, ModelVersions, SqliteStore, Store};
 use tower::ServiceExt;
 
@@ -56,7 +55,7 @@ pub struct Answer {
 #[derive(Debug)]
 pub struct FuzzedService {
     runtime: tokio::runtime::Runtime,
-    router: Router,
+    router: PublicRouter,
     /// A production key with every scope.
     pub production_key: String,
     /// A production key with `rights:read` only.
@@ -155,7 +154,7 @@ impl FuzzedService {
 /// Projects the fixtures, builds the app from the flags, cuts a snapshot of
 /// each audience and issues keys: the router, the keys (production, narrow,
 /// sandbox) and the snapshot ids.
-async fn serve(directory: &Path) -> anyhow::Result<(Router, [String; 3], Vec<String>)> {
+async fn serve(directory: &Path) -> anyhow::Result<(PublicRouter, [String; 3], Vec<String>)> {
     let data = directory.join("data");
     let store = SqliteStore::open(&data).context("failed to open the store")?;
     store.migrate().await?;

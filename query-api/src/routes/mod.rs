@@ -3,13 +3,16 @@
 //! problem+json answers for unknown routes and wrong methods.
 //!
 //! One function builds it ([`router`]); tests drive it with
-//! `tower::ServiceExt::oneshot`, and the server serves the same value. The
+//! `tower::ServiceExt::oneshot`, and the server serves the same value. Beside
+//! the axum router it holds the direct path of the rights lookup (`direct`),
+//! which takes the plain `GET /rights/{lccId}` requests before the router. The
 //! handlers carry their own `#[utoipa::path]` descriptions, and the router
 //! and the OpenAPI document are collected from the same list, so a route
 //! cannot exist without its description or the other way round.
 
 mod bulk;
 mod changes;
+mod direct;
 mod docs;
 mod evidence;
 mod licenses;
@@ -28,8 +31,12 @@ mod snapshots;
 mod verify;
 mod webhooks;
 
+use std::convert::Infallible;
+use std::future::Future;
 use std::net::IpAddr;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll, ready};
 
 use axum::Router;
 use axum::body::Bytes;
@@ -40,12 +47,14 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use read_model::{Body, DocumentKind};
 use serde_json::value::RawValue;
+use tower::Service;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::app::App;
 use crate::config::Environment;
 use crate::connection::Connection;
+use crate::edge::{Edge, EdgeLayer};
 use crate::errors::ApiError;
 
 /// Largest request body accepted (sandbox registration is the only body).
@@ -102,21 +111,53 @@ impl FromRef<RouterState> for openapi::ServedDocument {
 }
 
 /// Builds the public router.
-pub fn router(app: Arc<App>) -> Router {
+pub fn router(app: Arc<App>) -> PublicRouter {
     let (api, description) = described_endpoints().split_for_parts();
     let openapi = openapi::ServedDocument::of(description, &app.settings);
-    let edge =
-        crate::edge::EdgeLayer::new(Arc::clone(&app.metrics), app.settings.connections.request_timeout, MAX_BODY_BYTES);
+    let edge = EdgeLayer::new(Arc::clone(&app.metrics), app.settings.connections.request_timeout, MAX_BODY_BYTES);
+    let rights = edge.for_route(direct::RIGHTS_ROUTE, direct::RightsLookups::new(Arc::clone(&app)));
     let mut router = api.merge(public_record::page::router());
     if app.settings.environment != Environment::Production {
         router = router.merge(docs::router());
     }
     // After the merge: the fallback is set on the routes registered so far.
-    router
+    let routed = router
         .method_not_allowed_fallback(method_not_allowed)
         .fallback(unknown_route)
         .layer(edge)
-        .with_state(RouterState { app, openapi })
+        .with_state(RouterState { app, openapi });
+    PublicRouter { routed, rights }
+}
+
+/// The public API as one service: the direct path of the rights lookup,
+/// and the router for every other request.
+#[derive(Debug, Clone)]
+pub struct PublicRouter {
+    routed: Router,
+    rights: Edge<direct::RightsLookups>,
+}
+
+impl PublicRouter {
+    /// The router alone, which answers every request itself, the rights
+    /// lookups too: what the direct path is compared with.
+    pub fn routed(self) -> Router {
+        self.routed
+    }
+}
+
+impl Service<Request> for PublicRouter {
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, context: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        ready!(self.rights.poll_ready(context))?;
+        <Router as Service<Request>>::poll_ready(&mut self.routed, context)
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        if direct::is_rights_lookup(&request) { self.rights.call(request) } else { Box::pin(self.routed.call(request)) }
+    }
 }
 
 async fn unknown_route(request: Request) -> ApiError {
@@ -213,7 +254,7 @@ impl<S: Send + Sync> FromRequestParts<S> for ClientAddress
 where
     Arc<App>: FromRef<S>,
 {
-    type Rejection = std::convert::Infallible;
+    type Rejection = Infallible;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<ClientAddress, Self::Rejection> {
         let app = Arc::<App>::from_ref(state);

@@ -55,8 +55,14 @@ pub async fn rights_by_id(
     PathParameters(WorkPath { lcc_id }): PathParameters<WorkPath>,
     credentials: Credentials,
 ) -> Response {
-    app.answer_authorized(&credentials, Scope::RightsRead, Some(&lcc_id), async |_| {
-        Ok(json(StatusCode::OK, work_document(&app, DocumentKind::RightsProfile, &lcc_id).await?))
+    rights_profile(&app, &credentials, &lcc_id).await
+}
+
+/// The answer of `GET /rights/{lccId}`, whether the router or the direct
+/// path (`super::direct`) took the request.
+pub(super) async fn rights_profile(app: &App, credentials: &Credentials, lcc_id: &str) -> Response {
+    app.answer_authorized(credentials, Scope::RightsRead, Some(lcc_id), async |_| {
+        Ok(json(StatusCode::OK, work_document(app, DocumentKind::RightsProfile, lcc_id).await?))
     })
     .await
 }

@@ -71,7 +71,8 @@ pub async fn run(
             }
         };
         let connection = Connection { peer, key_memo: Arc::default() };
-        let service = router.clone().map_request(move |mut request: Request<Incoming>| {
+        let service = router.clone().map_request(move |request: Request<Incoming>| {
+            let mut request = request.map(axum::body::Body::new);
             request.extensions_mut().insert(connection.clone());
             request
         });

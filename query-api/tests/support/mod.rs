@@ -34,7 +34,7 @@ pub struct Service {
     pub directory: tempfile::TempDir,
     pub app: Arc<App>,
     /// The router over `app`, built once as the server builds it.
-    pub router: axum::Router,
+    pub router: query_api::routes::PublicRouter,
     pub store: SqliteStore,
     /// A production key with every scope and a high limit.
     pub full_key: String,
