@@ -8,10 +8,10 @@
 
 mod support;
 
-use axum::body::{Body, Bytes, HttpBody};
-use axum::http::{Request, StatusCode, header};
 use std::sync::Arc;
 
+use axum::body::{Body, Bytes, HttpBody};
+use axum::http::{Request, StatusCode, header};
 use query_api::keys::Scope;
 use query_api::routes::{PublicRouter, router};
 use support::{BASE, Service};
