@@ -53,8 +53,7 @@ impl<S> Layer<S> for EdgeLayer {
     type Service = Edge<S>;
 
     fn layer(&self, inner: S) -> Edge<S> {
-        let route = RouteEdge { settings: Arc::clone(&self.settings), series: RouteSeries::default(), name: None };
-        Edge { inner, route: Arc::new(route) }
+        self.edge(inner, None)
     }
 }
 
@@ -63,8 +62,11 @@ impl EdgeLayer {
     /// which names it `name` in spans and metrics (the router's routes are
     /// named by the path they matched).
     pub fn for_route<S>(&self, name: &'static str, inner: S) -> Edge<S> {
-        let route =
-            RouteEdge { settings: Arc::clone(&self.settings), series: RouteSeries::default(), name: Some(name) };
+        self.edge(inner, Some(name))
+    }
+
+    fn edge<S>(&self, inner: S, name: Option<&'static str>) -> Edge<S> {
+        let route = RouteEdge { settings: Arc::clone(&self.settings), series: RouteSeries::default(), name };
         Edge { inner, route: Arc::new(route) }
     }
 }

@@ -23,7 +23,7 @@ use std::task::{Context, Poll};
 
 use axum::extract::Request;
 use axum::http::Method;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use tower::Service;
 
 use super::rights;
@@ -75,14 +75,10 @@ impl Service<Request> for RightsLookups {
     fn call(&mut self, request: Request) -> Self::Future {
         let app = Arc::clone(&self.app);
         let credentials = Credentials::of(request.headers(), request.extensions());
-        let lcc_id = lcc_id(&request).map(str::to_owned);
-        Box::pin(async move {
-            let Some(lcc_id) = lcc_id else {
-                // The public router sends only the requests `is_rights_lookup` picks out.
-                return Ok(crate::errors::ApiError::Internal.into_response());
-            };
-            Ok(rights::rights_profile(&app, &credentials, &lcc_id).await)
-        })
+        // The public router sends only the requests `is_rights_lookup`
+        // picked out, so the id is the rest of the path: it is not checked again.
+        let lcc_id = request.uri().path().strip_prefix(RIGHTS_PREFIX).unwrap_or_default().to_owned();
+        Box::pin(async move { Ok(rights::rights_profile(&app, &credentials, &lcc_id).await) })
     }
 }
 
