@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
-use axum::http::{Extensions, HeaderMap, HeaderValue};
+use axum::http::{HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use read_model::identifiers::{Audience, SANDBOX_PREFIX};
 
@@ -38,16 +38,17 @@ impl<S: Send + Sync> FromRequestParts<S> for Credentials {
     type Rejection = Infallible;
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Credentials, Infallible> {
-        Ok(Credentials::of(&parts.headers, &parts.extensions))
+        Ok(Credentials::of(&parts.headers, parts.extensions.get::<Connection>()))
     }
 }
 
 impl Credentials {
-    /// What a request with these headers and extensions presents.
-    pub fn of(headers: &HeaderMap, extensions: &Extensions) -> Credentials {
+    /// What a request with these headers presents, on `connection` when
+    /// it came on one.
+    pub fn of(headers: &HeaderMap, connection: Option<&Connection>) -> Credentials {
         Credentials {
             key: headers.get(crate::keys::API_KEY_HEADER).cloned(),
-            memo: extensions.get::<Connection>().map(|connection| Arc::clone(&connection.key_memo)),
+            memo: connection.map(|connection| Arc::clone(&connection.key_memo)),
         }
     }
 

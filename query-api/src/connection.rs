@@ -1,7 +1,9 @@
-//! What the server knows of the connection a request came on, put on each
-//! of its requests as one extension: the peer's address, for the limits of
-//! keyless endpoints, and the connection's key memo. A test that drives the
-//! router directly has none, and the router answers as for an unknown peer.
+//! What the server knows of the connection a request came on: the peer's
+//! address, for the limits of keyless endpoints, and the connection's key
+//! memo. The public router of a connection hands it to the direct path, and
+//! puts it on each request for the axum router as one extension. A test that
+//! drives the router directly has none, and the router answers as for an
+//! unknown peer.
 
 use std::net::SocketAddr;
 use std::sync::Arc;

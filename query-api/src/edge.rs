@@ -78,6 +78,14 @@ pub struct Edge<S> {
     route: Arc<RouteEdge>,
 }
 
+impl<S> Edge<S> {
+    /// The same edge, with its route's name and series, around the service
+    /// `wrap` makes of the one inside.
+    pub fn map_inner<T>(&self, wrap: impl FnOnce(&S) -> T) -> Edge<T> {
+        Edge { inner: wrap(&self.inner), route: Arc::clone(&self.route) }
+    }
+}
+
 /// What the edge keeps for one route (one method of one path, or a fallback).
 #[derive(Debug)]
 struct RouteEdge {

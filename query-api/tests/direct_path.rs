@@ -12,7 +12,9 @@ use std::sync::Arc;
 
 use axum::body::{Body, Bytes, HttpBody};
 use axum::http::{Request, StatusCode, header};
+use query_api::connection::Connection;
 use query_api::keys::Scope;
+use query_api::keys::memo::KeyMemo;
 use query_api::routes::{PublicRouter, router};
 use support::{BASE, Service};
 use tower::ServiceExt;
@@ -130,4 +132,28 @@ async fn the_direct_path_answers_every_kind_of_rights_lookup_as_the_router_does(
     let twice = Case { times: 2, ..case("over the limit", format!("/rights/{work}"), vec![]) };
     let limited = two_keys(&service, &[Scope::RightsRead], 1).await;
     assert_eq!(compare(&router, &twice, limited).await, [StatusCode::OK, StatusCode::TOO_MANY_REQUESTS]);
+}
+
+/// The server gives each connection its own public router; both of its
+/// paths must use the connection's key memo, or every request on it hashes
+/// and looks up its key again.
+#[tokio::test]
+async fn both_paths_of_a_connection_remember_its_key() {
+    let service = Service::start().await;
+    let work = service.production_work();
+    for path in [format!("/rights/{work}"), format!("/rights/{work}/verify"), format!("/rights/{work}?x=1")] {
+        let key_memo = Arc::new(KeyMemo::default());
+        let connection =
+            Connection { peer: "192.0.2.7:40000".parse().expect("address"), key_memo: Arc::clone(&key_memo) };
+        let request = Request::get(format!("{BASE}{path}")).header("x-api-key", &service.full_key);
+        let response = service
+            .router
+            .on_connection(connection)
+            .oneshot(request.body(Body::empty()).expect("request"))
+            .await
+            .expect("infallible");
+        assert_eq!(response.status(), StatusCode::OK, "{path}");
+        let generation = service.app.production_keys.generation();
+        assert!(key_memo.recall(service.full_key.as_bytes(), generation).is_some(), "{path}: the key is remembered");
+    }
 }

@@ -128,7 +128,7 @@ impl ProductionKeys {
     /// connection presented last is not hashed and looked up again.
     pub async fn authenticate(&self, key: &str, memo: Option<&KeyMemo>) -> Result<Option<Principal>, KeyStoreError> {
         // Read before the keys: a memo is then never newer than what it was checked against.
-        let generation = self.generation.load(Ordering::Acquire);
+        let generation = self.generation();
         if let Some(principal) = memo.and_then(|memo| memo.recall(key.as_bytes(), generation)) {
             return Ok(Some(principal));
         }
@@ -147,6 +147,12 @@ impl ProductionKeys {
             memo.remember(key.as_bytes(), generation, &principal);
         }
         Ok(Some(principal))
+    }
+
+    /// The generation of the active keys, which a memo is checked against:
+    /// a reload that changes or removes a key starts the next one.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
     }
 
     /// Reloads the active keys from the store.

@@ -29,6 +29,7 @@ use tower::Service;
 use super::rights;
 use crate::access::Credentials;
 use crate::app::App;
+use crate::connection::Connection;
 
 /// The path of a rights lookup up to its `{lccId}`: `BASE_PATH` then `/rights/`.
 const RIGHTS_PREFIX: &str = "/api/v1/public/v1/rights/";
@@ -55,11 +56,18 @@ fn lcc_id(request: &Request) -> Option<&str> {
 #[derive(Debug, Clone)]
 pub(super) struct RightsLookups {
     app: Arc<App>,
+    /// The connection the requests come on, once the server has given one.
+    connection: Option<Connection>,
 }
 
 impl RightsLookups {
     pub(super) fn new(app: Arc<App>) -> RightsLookups {
-        RightsLookups { app }
+        RightsLookups { app, connection: None }
+    }
+
+    /// The lookups of the requests that come on `connection`.
+    pub(super) fn on_connection(&self, connection: Connection) -> RightsLookups {
+        RightsLookups { app: Arc::clone(&self.app), connection: Some(connection) }
     }
 }
 
@@ -74,7 +82,7 @@ impl Service<Request> for RightsLookups {
 
     fn call(&mut self, request: Request) -> Self::Future {
         let app = Arc::clone(&self.app);
-        let credentials = Credentials::of(request.headers(), request.extensions());
+        let credentials = Credentials::of(request.headers(), self.connection.as_ref());
         // The public router sends only the requests `is_rights_lookup`
         // picked out, so the id is the rest of the path: it is not checked again.
         let lcc_id = request.uri().path().strip_prefix(RIGHTS_PREFIX).unwrap_or_default().to_owned();

@@ -126,7 +126,7 @@ pub fn router(app: Arc<App>) -> PublicRouter {
         .fallback(unknown_route)
         .layer(edge)
         .with_state(RouterState { app, openapi });
-    PublicRouter { routed, rights }
+    PublicRouter { routed, rights, connection: None }
 }
 
 /// The public API as one service: the direct path of the rights lookup,
@@ -135,9 +135,23 @@ pub fn router(app: Arc<App>) -> PublicRouter {
 pub struct PublicRouter {
     routed: Router,
     rights: Edge<direct::RightsLookups>,
+    /// The connection the requests come on, once the server has given one.
+    connection: Option<Connection>,
 }
 
 impl PublicRouter {
+    /// The public API for the requests of one connection. The direct path
+    /// is handed the connection once, here; a request for the router
+    /// carries it as an extension, whose map costs an allocation and a
+    /// rehash on every request.
+    pub fn on_connection(&self, connection: Connection) -> PublicRouter {
+        PublicRouter {
+            routed: self.routed.clone(),
+            rights: self.rights.map_inner(|lookups| lookups.on_connection(connection.clone())),
+            connection: Some(connection),
+        }
+    }
+
     /// The router alone, which answers every request itself, the rights
     /// lookups too: what the direct path is compared with.
     pub fn routed(self) -> Router {
@@ -155,8 +169,14 @@ impl Service<Request> for PublicRouter {
         <Router as Service<Request>>::poll_ready(&mut self.routed, context)
     }
 
-    fn call(&mut self, request: Request) -> Self::Future {
-        if direct::is_rights_lookup(&request) { self.rights.call(request) } else { Box::pin(self.routed.call(request)) }
+    fn call(&mut self, mut request: Request) -> Self::Future {
+        if direct::is_rights_lookup(&request) {
+            return self.rights.call(request);
+        }
+        if let Some(connection) = &self.connection {
+            request.extensions_mut().insert(connection.clone());
+        }
+        Box::pin(self.routed.call(request))
     }
 }
 

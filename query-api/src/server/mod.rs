@@ -71,11 +71,9 @@ pub async fn run(
             }
         };
         let connection = Connection { peer, key_memo: Arc::default() };
-        let service = router.clone().map_request(move |request: Request<Incoming>| {
-            let mut request = request.map(axum::body::Body::new);
-            request.extensions_mut().insert(connection.clone());
-            request
-        });
+        let service = router
+            .on_connection(connection)
+            .map_request(|request: Request<Incoming>| request.map(axum::body::Body::new));
         let connection = graceful.watch(http.serve_connection(TokioIo::new(stream), TowerToHyperService::new(service)));
         let metrics = Arc::clone(&app.metrics);
         metrics.connection_opened();
