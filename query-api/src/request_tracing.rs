@@ -65,12 +65,12 @@ fn new_request_id() -> HeaderValue {
     read_model::hex::write_lower_hex(&COUNTER.fetch_add(1, Ordering::Relaxed).to_be_bytes(), &mut counter);
     let significant = counter.len() - counter.iter().take_while(|&&digit| digit == b'0').count();
     let counter = &counter[counter.len() - significant.max(10)..];
-    // Made at its length, so the bytes below take it over without a copy.
     let mut id = Vec::with_capacity(PREFIX.len() + 1 + counter.len());
     id.extend_from_slice(PREFIX.as_bytes());
     id.push(b'-');
     id.extend_from_slice(counter);
-    // Taken over as it is, not copied: the id is hex and a dash.
+    // Made at its length, so the bytes take it over as it is, not copied:
+    // the id is hex and a dash.
     HeaderValue::from_maybe_shared(axum::body::Bytes::from(id)).unwrap_or_else(|_| HeaderValue::from_static("unknown"))
 }
 
