@@ -136,7 +136,7 @@ where
                 let Ok(response) = inner.call(request).await;
                 conditions.apply(response).await
             });
-            let limited = pin!(request_timeout::within(settings.request_timeout, route, answer));
+            let limited = pin!(request_timeout::within(started, settings.request_timeout, route, answer));
             let mut response = limited.instrument(span.clone()).await;
             let status = response.status();
             let elapsed = started.elapsed();

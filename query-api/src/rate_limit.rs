@@ -114,14 +114,16 @@ pub struct RateDecision {
 impl RateDecision {
     /// Adds the three `X-RateLimit-*` headers. Their digits are written into
     /// one buffer that the three values share, rather than one each: this
-    /// runs on every keyed answer.
+    /// runs on every keyed answer. The buffer is a fixed array that becomes
+    /// the values' owner as it is, a single allocation (a growable buffer
+    /// would be a second one when it is shared).
     pub fn write_headers(&self, headers: &mut HeaderMap) {
-        let mut digits = Vec::with_capacity(3 * 20);
+        let mut digits = Digits::default();
         let ends = [u64::from(self.limit), u64::from(self.remaining), self.reset_seconds].map(|number| {
-            push_decimal(&mut digits, number);
-            digits.len()
+            digits.push_decimal(number);
+            digits.length
         });
-        let digits = Bytes::from(digits);
+        let digits = Bytes::from_owner(digits);
         let mut start = 0;
         for (name, end) in [LIMIT_HEADER, REMAINING_HEADER, RESET_HEADER].into_iter().zip(ends) {
             if let Ok(value) = HeaderValue::from_maybe_shared(digits.slice(start..end)) {
@@ -132,19 +134,36 @@ impl RateDecision {
     }
 }
 
-/// Appends `number` in decimal.
-fn push_decimal(buffer: &mut Vec<u8>, mut number: u64) {
-    let mut reversed = [0_u8; 20];
-    let mut length = 0;
-    loop {
-        reversed[length] = b'0' + (number % 10) as u8;
-        length += 1;
-        number /= 10;
-        if number == 0 {
-            break;
-        }
+/// The decimal digits of three numbers of up to 20 digits each, one after another.
+struct Digits {
+    bytes: [u8; 3 * 20],
+    length: usize,
+}
+
+impl Default for Digits {
+    fn default() -> Digits {
+        Digits { bytes: [0; 3 * 20], length: 0 }
     }
-    buffer.extend(reversed[..length].iter().rev());
+}
+
+impl Digits {
+    /// Appends `number` in decimal.
+    fn push_decimal(&mut self, mut number: u64) {
+        let width = number.checked_ilog10().unwrap_or(0) as usize + 1;
+        let end = self.length + width;
+        for digit in self.bytes[self.length..end].iter_mut().rev() {
+            *digit = b'0' + (number % 10) as u8;
+            number /= 10;
+        }
+        self.length = end;
+    }
+}
+
+/// The digits written so far: what the shared values slice.
+impl AsRef<[u8]> for Digits {
+    fn as_ref(&self) -> &[u8] {
+        &self.bytes[..self.length]
+    }
 }
 
 /// Every client's quota.

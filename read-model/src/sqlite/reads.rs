@@ -27,7 +27,17 @@ fn select_document(kind: DocumentKind) -> &'static str {
 }
 
 pub(super) fn document(connection: &Connection, kind: DocumentKind, key: &str) -> Result<Option<Body>, StoreError> {
-    stored_document(connection, kind, key)?.map(stored_bodies::decompress).transpose()
+    // Decompressed from the row's value where SQLite holds it (the mapped
+    // page), rather than from a copy of it made first.
+    let body: Option<Option<Result<Body, StoreError>>> = connection
+        .prepare_cached(select_document(kind))
+        .and_then(|mut statement| {
+            statement
+                .query_row([key], |row| Ok(row.get_ref(0)?.as_blob_or_null()?.map(stored_bodies::decompress_borrowed)))
+                .optional()
+        })
+        .map_err(from_sqlite)?;
+    body.flatten().transpose()
 }
 
 /// A document as stored (see `stored_bodies`), for a cache that holds it so.
