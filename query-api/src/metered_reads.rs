@@ -29,7 +29,7 @@ impl std::fmt::Debug for MeteredReads {
 #[async_trait]
 impl DocumentReads for MeteredReads {
     async fn document(&self, kind: DocumentKind, key: &str) -> Result<Option<Body>, StoreError> {
-        let _timer = self.metrics.observe_document_read(kind).start_timer();
+        let _timer = self.metrics.time_document_read(kind);
         self.inner.document(kind, key).await
     }
 

@@ -111,7 +111,7 @@ fn promtool_accepts_the_prometheus_configuration_with_its_alert_rules() {
 fn the_dashboard_queries_only_metrics_the_programs_register_through_the_provisioned_source() {
     let dashboard: serde_json::Value =
         serde_json::from_str(&read("ops/grafana/dashboards/rights-service.json")).expect("the dashboard is JSON");
-    let registered = format!("{}{}", read("projector/src/metrics.rs"), read("query-api/src/metrics.rs"));
+    let registered = format!("{}{}", read("projector/src/metrics.rs"), read("query-api/src/metrics/mod.rs"));
     let datasources = read("ops/grafana/provisioning/datasources/prometheus.yml");
     let mut queried = Vec::new();
     for panel in dashboard["panels"].as_array().expect("panels") {

@@ -2,17 +2,23 @@
 //! (`server::admin`).
 //!
 //! Routes are labelled by their template (`/rights/{lccId}`), never by the
-//! concrete path, so label cardinality stays fixed.
+//! concrete path, so label cardinality stays fixed. The series a lookup
+//! updates are kept per shard of threads until rendered ([`shards`]).
 
-use std::sync::{Mutex, OnceLock, PoisonError};
-use std::time::Duration;
+mod shards;
+
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
 
 use axum::http::{Method, StatusCode};
+use prometheus::local::{LocalHistogram, LocalIntCounter};
 use prometheus::{
     Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
     TextEncoder,
 };
 use read_model::{DocumentCacheStatistics, DocumentKind};
+
+use shards::Shards;
 
 /// The service's metrics.
 #[derive(Debug)]
@@ -24,8 +30,12 @@ pub struct Metrics {
     authentication_failures: IntCounter,
     store_latency: HistogramVec,
     /// `store_latency`'s series of each document kind, in the order of
-    /// `DocumentKind::ALL`, found once: a document read is on every lookup.
-    document_read_latency: [Histogram; DocumentKind::ALL.len()],
+    /// `DocumentKind::ALL`, found once and sharded: a document read is on
+    /// every lookup.
+    document_read_latency: Shards<[LocalHistogram; DocumentKind::ALL.len()]>,
+    /// The sharded series of every route's `200` answers, added into
+    /// `requests` and `latency` when rendered.
+    ok_series: Mutex<Vec<Arc<Shards<OkLocal>>>>,
     document_cache: DocumentCacheMetrics,
     connections_open: IntGauge,
     connections_refused: IntCounterVec,
@@ -45,8 +55,37 @@ pub struct RouteSeries(OnceLock<OkSeries>);
 struct OkSeries {
     route: Box<str>,
     method: Method,
-    requests: IntCounter,
-    latency: Histogram,
+    local: Arc<Shards<OkLocal>>,
+}
+
+/// One shard's part of a route's `200` series.
+#[derive(Debug)]
+struct OkLocal {
+    requests: LocalIntCounter,
+    latency: LocalHistogram,
+}
+
+impl OkLocal {
+    fn flush(&self) {
+        self.requests.flush();
+        self.latency.flush();
+    }
+}
+
+/// Records the time of one document read when dropped ([`Metrics::time_document_read`]).
+#[derive(Debug)]
+pub struct DocumentReadTimer<'a> {
+    metrics: &'a Metrics,
+    /// The kind's place in `DocumentKind::ALL`.
+    index: usize,
+    started: Instant,
+}
+
+impl Drop for DocumentReadTimer<'_> {
+    fn drop(&mut self) {
+        let elapsed = self.started.elapsed().as_secs_f64();
+        self.metrics.document_read_latency.update(|latency| latency[self.index].observe(elapsed));
+    }
 }
 
 /// The store's document cache, copied from its own counters at each scrape.
@@ -141,7 +180,10 @@ impl Metrics {
             latency,
             rate_limited,
             authentication_failures,
-            document_read_latency: DocumentKind::ALL.map(|kind| store_latency.with_label_values(&[kind.table()])),
+            document_read_latency: Shards::new(|| {
+                DocumentKind::ALL.map(|kind| store_latency.with_label_values(&[kind.table()]).local())
+            }),
+            ok_series: Mutex::new(Vec::new()),
             store_latency,
             document_cache,
             connections_open,
@@ -188,8 +230,12 @@ impl Metrics {
         metrics.holds_stored.set(i64::from(statistics.holds_stored));
     }
 
-    /// The text exposition format.
+    /// The text exposition format, of every request recorded before it.
     pub fn render(&self) -> String {
+        self.document_read_latency.each(|latencies| latencies.iter().for_each(LocalHistogram::flush));
+        for ok in self.ok_series.lock().unwrap_or_else(PoisonError::into_inner).iter() {
+            ok.each(OkLocal::flush);
+        }
         let mut buffer = Vec::new();
         // Encoding gathered families into a Vec cannot fail.
         let _ = TextEncoder::new().encode(&self.registry.gather(), &mut buffer);
@@ -207,15 +253,18 @@ impl Metrics {
         elapsed: Duration,
     ) {
         if status == StatusCode::OK {
-            let ok = route_series.0.get_or_init(|| OkSeries {
-                route: route.into(),
-                method: method.clone(),
-                requests: self.requests.with_label_values(&[route, method.as_str(), status.as_str()]),
-                latency: self.latency.with_label_values(&[route, status.as_str()]),
+            let ok = route_series.0.get_or_init(|| {
+                let requests = self.requests.with_label_values(&[route, method.as_str(), status.as_str()]);
+                let latency = self.latency.with_label_values(&[route, status.as_str()]);
+                let local = Arc::new(Shards::new(|| OkLocal { requests: requests.local(), latency: latency.local() }));
+                self.ok_series.lock().unwrap_or_else(PoisonError::into_inner).push(Arc::clone(&local));
+                OkSeries { route: route.into(), method: method.clone(), local }
             });
             if *ok.route == *route && ok.method == method {
-                ok.requests.inc();
-                ok.latency.observe(elapsed.as_secs_f64());
+                ok.local.update(|local| {
+                    local.requests.inc();
+                    local.latency.observe(elapsed.as_secs_f64());
+                });
                 return;
             }
         }
@@ -228,10 +277,11 @@ impl Metrics {
         }
     }
 
-    /// The series of reads of one document kind (`lcc_store_read_duration_seconds`).
-    pub fn observe_document_read(&self, kind: DocumentKind) -> &Histogram {
+    /// Times one read of a document of `kind` (`lcc_store_read_duration_seconds`)
+    /// until the timer is dropped, as a read that is given up on is too.
+    pub fn time_document_read(&self, kind: DocumentKind) -> DocumentReadTimer<'_> {
         let index = DocumentKind::ALL.iter().position(|each| *each == kind).unwrap_or_default();
-        &self.document_read_latency[index]
+        DocumentReadTimer { metrics: self, index, started: Instant::now() }
     }
 
     /// The timer of one store read, by operation (`lcc_store_read_duration_seconds`).
@@ -244,8 +294,38 @@ impl Metrics {
 mod tests {
     use super::*;
 
-    fn series(rendered: &str, name: &str) -> Option<String> {
+    fn series_of(rendered: &str, name: &str) -> Option<String> {
         rendered.lines().find_map(|line| line.strip_prefix(&format!("{name} ")).map(str::to_owned))
+    }
+
+    #[test]
+    fn a_render_counts_every_answer_and_read_recorded_before_it_on_any_thread() {
+        let metrics = Arc::new(Metrics::new().expect("metrics"));
+        let series = Arc::new(RouteSeries::default());
+        let route = "/api/v1/public/v1/rights/{lccId}";
+        let record = |answers: u64| {
+            let (metrics, series) = (Arc::clone(&metrics), Arc::clone(&series));
+            std::thread::spawn(move || {
+                for _ in 0..answers {
+                    metrics.record_request(&series, route, &Method::GET, StatusCode::OK, Duration::from_micros(300));
+                    drop(metrics.time_document_read(DocumentKind::RightsProfile));
+                }
+            })
+        };
+        for thread in [record(3), record(4)] {
+            thread.join().expect("thread");
+        }
+        let requests = format!(r#"lcc_http_requests_total{{method="GET",route="{route}",status="200"}}"#);
+        let fast = format!(r#"lcc_http_request_duration_seconds_bucket{{route="{route}",status="200",le="0.0005"}}"#);
+        let reads = r#"lcc_store_read_duration_seconds_count{operation="rights_profiles"}"#;
+        let rendered = metrics.render();
+        assert_eq!(series_of(&rendered, &requests).as_deref(), Some("7"), "{rendered}");
+        assert_eq!(series_of(&rendered, &fast).as_deref(), Some("7"));
+        assert_eq!(series_of(&rendered, reads).as_deref(), Some("7"));
+        record(2).join().expect("thread");
+        let rendered = metrics.render();
+        assert_eq!(series_of(&rendered, &requests).as_deref(), Some("9"), "counted once each");
+        assert_eq!(series_of(&rendered, reads).as_deref(), Some("9"));
     }
 
     #[test]
@@ -253,7 +333,7 @@ mod tests {
         let metrics = Metrics::new().expect("metrics");
         let statistics = DocumentCacheStatistics { hits: 7, misses: 3, resets: 1, bytes: 4_096, holds_stored: false };
         metrics.record_document_cache(statistics);
-        assert_eq!(series(&metrics.render(), "lcc_document_cache_holds_stored").as_deref(), Some("0"));
+        assert_eq!(series_of(&metrics.render(), "lcc_document_cache_holds_stored").as_deref(), Some("0"));
         metrics.record_document_cache(statistics);
         metrics.record_document_cache(DocumentCacheStatistics {
             hits: 9,
@@ -262,10 +342,10 @@ mod tests {
             ..statistics
         });
         let rendered = metrics.render();
-        assert_eq!(series(&rendered, "lcc_document_cache_hits_total").as_deref(), Some("9"));
-        assert_eq!(series(&rendered, "lcc_document_cache_misses_total").as_deref(), Some("3"));
-        assert_eq!(series(&rendered, "lcc_document_cache_resets_total").as_deref(), Some("1"));
-        assert_eq!(series(&rendered, "lcc_document_cache_bytes").as_deref(), Some("2048"));
-        assert_eq!(series(&rendered, "lcc_document_cache_holds_stored").as_deref(), Some("1"));
+        assert_eq!(series_of(&rendered, "lcc_document_cache_hits_total").as_deref(), Some("9"));
+        assert_eq!(series_of(&rendered, "lcc_document_cache_misses_total").as_deref(), Some("3"));
+        assert_eq!(series_of(&rendered, "lcc_document_cache_resets_total").as_deref(), Some("1"));
+        assert_eq!(series_of(&rendered, "lcc_document_cache_bytes").as_deref(), Some("2048"));
+        assert_eq!(series_of(&rendered, "lcc_document_cache_holds_stored").as_deref(), Some("1"));
     }
 }
