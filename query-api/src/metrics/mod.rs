@@ -201,7 +201,6 @@ impl Metrics {
         self.connections_open.dec();
     }
 
-    /// A connection closed at once; `reason` is `total` or `per_address`.
     /// One webhook attempt of `kind`, and the notifications it delivered when acknowledged.
     pub fn record_webhook_attempt(&self, kind: &str, acknowledged: bool, notifications: usize) {
         let outcome = if acknowledged { "acknowledged" } else { "failed" };
@@ -211,6 +210,7 @@ impl Metrics {
         }
     }
 
+    /// A connection closed at once; `reason` is `total` or `per_address`.
     pub fn connection_refused(&self, reason: &str) {
         self.connections_refused.with_label_values(&[reason]).inc();
     }
