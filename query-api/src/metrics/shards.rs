@@ -2,17 +2,15 @@
 //! threads and added into their Prometheus series when they are rendered.
 //!
 //! A Prometheus counter or histogram is a set of atomics that every thread
-//! updates, so two threads serving lookups at once pass those cache lines
-//! from one core to the other on every request, a cost that counting
-//! instructions does not show. Without the three series a lookup updates,
-//! lookups ran 1.06 times as fast (`scripts/compare-apis.sh`, one run);
-//! with them sharded, 0.99 times as fast as without them. Here each
-//! thread updates its shard's copy
-//! (prometheus' unsynchronized local series) under a lock that, but for
-//! rendering, only the threads of that shard take, so its line stays in
-//! the thread's core. Rendering takes each shard's lock in turn and adds
-//! what it holds into the shared series before they are gathered, so a
-//! scrape counts every request recorded before it, as before.
+//! updates, so two threads serving lookups at once would pass those cache
+//! lines from one core to the other on every request, a cost that counting
+//! instructions does not show (docs/benchmarks.md has the timed
+//! comparison). Here each thread updates its shard's copy (prometheus'
+//! unsynchronized local series) under a lock that, but for rendering, only
+//! the threads of that shard take, so its line stays in the thread's core.
+//! Rendering takes each shard's lock in turn and adds what it holds into
+//! the shared series before they are gathered, so a scrape counts every
+//! request recorded before it.
 //!
 //! This module only keeps the copies; which series have them is the
 //! metrics module's to decide.

@@ -27,17 +27,7 @@ fn select_document(kind: DocumentKind) -> &'static str {
 }
 
 pub(super) fn document(connection: &Connection, kind: DocumentKind, key: &str) -> Result<Option<Body>, StoreError> {
-    // Decompressed from the row's value where SQLite holds it (the mapped
-    // page), rather than from a copy of it made first.
-    let body: Option<Option<Result<Body, StoreError>>> = connection
-        .prepare_cached(select_document(kind))
-        .and_then(|mut statement| {
-            statement
-                .query_row([key], |row| Ok(row.get_ref(0)?.as_blob_or_null()?.map(stored_bodies::decompress_borrowed)))
-                .optional()
-        })
-        .map_err(from_sqlite)?;
-    body.flatten().transpose()
+    read_stored_document(connection, kind, key, stored_bodies::decompress_borrowed)?.transpose()
 }
 
 /// A document as stored (see `stored_bodies`), for a cache that holds it so.
@@ -46,12 +36,26 @@ pub(super) fn stored_document(
     kind: DocumentKind,
     key: &str,
 ) -> Result<Option<Vec<u8>>, StoreError> {
+    read_stored_document(connection, kind, key, <[u8]>::to_vec)
+}
+
+/// What `read` makes of the stored document of `kind` and `key`, given the
+/// value where SQLite holds it (the mapped page), so that a caller that
+/// decompresses it copies nothing first.
+fn read_stored_document<T>(
+    connection: &Connection,
+    kind: DocumentKind,
+    key: &str,
+    read: impl FnOnce(&[u8]) -> T,
+) -> Result<Option<T>, StoreError> {
     // A work's row holds NULL for a kind it has no document of.
-    let stored: Option<Option<Vec<u8>>> = connection
+    let read: Option<Option<T>> = connection
         .prepare_cached(select_document(kind))
-        .and_then(|mut statement| statement.query_row([key], |row| row.get(0)).optional())
+        .and_then(|mut statement| {
+            statement.query_row([key], |row| Ok(row.get_ref(0)?.as_blob_or_null()?.map(read))).optional()
+        })
         .map_err(from_sqlite)?;
-    Ok(stored.flatten())
+    Ok(read.flatten())
 }
 
 /// A work's provenance entries, oldest first, from its rows (see [`provenance_groups`]).
