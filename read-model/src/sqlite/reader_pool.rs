@@ -12,9 +12,17 @@
 //!
 //! An idle reader must not hold its snapshot for long: while it does, SQLite
 //! cannot checkpoint the write-ahead log past it. A sweeper thread ends the
-//! snapshots of idle readers once they are older than [`SNAPSHOT_REUSE`]; it
+//! snapshot of a reader once it has been idle for [`SNAPSHOT_REUSE`] (a
+//! reader in use renews its own, so none is older than twice that); it
 //! runs only while some idle reader holds one and exits with the pool. A
 //! dropped pool closes its idle connections at once.
+//!
+//! Every read takes the idle list's lock, so nothing slow happens under it:
+//! the sweeper takes the readers it sweeps out of the list and ends their
+//! snapshots with the lock released. A thread that ran SQLite under that
+//! lock and lost its core to another process there would stall every read
+//! until it got one back. Under load the sweeper finds nothing to end, as
+//! no reader stays idle for long.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -61,6 +69,8 @@ struct Shared {
 struct Reader {
     connection: Connection,
     snapshot: Option<Snapshot>,
+    /// When its last read began.
+    last_used: Instant,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -78,11 +88,17 @@ impl Reader {
         Ok(())
     }
 
-    /// Whether the snapshot may serve a read now.
-    fn snapshot_is_fresh(&self, write_generation: u64, clock: &Clock) -> bool {
+    /// Whether the snapshot may serve a read at `now`.
+    fn snapshot_is_fresh(&self, write_generation: u64, now: Instant) -> bool {
         self.snapshot.is_some_and(|snapshot| {
-            snapshot.write_generation == write_generation && clock.since(snapshot.opened) < SNAPSHOT_REUSE
+            snapshot.write_generation == write_generation
+                && now.saturating_duration_since(snapshot.opened) < SNAPSHOT_REUSE
         })
+    }
+
+    /// Whether the sweeper should end its snapshot at `now`.
+    fn holds_idle_snapshot(&self, now: Instant) -> bool {
+        self.snapshot.is_some() && now.saturating_duration_since(self.last_used) >= SNAPSHOT_REUSE
     }
 }
 
@@ -114,19 +130,21 @@ impl ReaderPool {
     /// snapshot no older than [`SNAPSHOT_REUSE`] and no older than this
     /// process's last write.
     pub(super) fn with<T>(&self, read: impl FnOnce(&Connection) -> Result<T, StoreError>) -> Result<T, StoreError> {
-        // Read the generation before the snapshot starts, so a write that
-        // lands in between makes the snapshot look older, never newer.
+        // Both read before the snapshot starts, so a write that lands in
+        // between, or the time that passes, makes it look older, never newer.
         let write_generation = self.write_generation();
+        let now = self.shared.clock.now();
         let pooled = self.shared.lock_idle().pop();
         let mut reader = match pooled {
             Some(reader) => reader,
-            None => Reader { connection: open_reader(&self.path, self.access)?, snapshot: None },
+            None => Reader { connection: open_reader(&self.path, self.access)?, snapshot: None, last_used: now },
         };
+        reader.last_used = now;
         let result = (|| {
-            if !reader.snapshot_is_fresh(write_generation, &self.shared.clock) {
+            if !reader.snapshot_is_fresh(write_generation, now) {
                 reader.end_snapshot()?;
                 reader.connection.execute_batch("BEGIN").map_err(from_sqlite)?;
-                reader.snapshot = Some(Snapshot { opened: self.shared.clock.now(), write_generation });
+                reader.snapshot = Some(Snapshot { opened: now, write_generation });
             }
             read(&reader.connection)
         })()
@@ -191,11 +209,37 @@ impl Shared {
     fn lock_idle(&self) -> MutexGuard<'_, Vec<Reader>> {
         self.idle.lock().unwrap_or_else(PoisonError::into_inner)
     }
+
+    /// Takes the readers idle for [`SNAPSHOT_REUSE`] out of the list, ends
+    /// their snapshots with the lock released, and puts them back under
+    /// the readers in use, closing one whose snapshot cannot be ended.
+    /// Whether there were any.
+    fn end_idle_snapshots(&self) -> bool {
+        let now = self.clock.now();
+        let mut swept: Vec<Reader> =
+            self.lock_idle().extract_if(.., |reader| reader.holds_idle_snapshot(now)).collect();
+        if swept.is_empty() {
+            return false;
+        }
+        swept.retain_mut(|reader| reader.end_snapshot().is_ok());
+        let mut idle = self.lock_idle();
+        let room = MAX_IDLE_READERS.saturating_sub(idle.len());
+        swept.truncate(room);
+        // At the bottom: the readers in use are taken from the top, and the
+        // swept ones are the least recently used.
+        idle.splice(0..0, swept);
+        true
+    }
 }
 
-/// Ends idle readers' snapshots once they are older than [`SNAPSHOT_REUSE`].
-/// Holds the pool only while it waits a bounded time, so it notices within a
-/// second that the pool is gone, and exits.
+/// When the first snapshot held in `idle` is due to be ended.
+fn next_idle_expiry(idle: &[Reader]) -> Option<Instant> {
+    idle.iter().filter(|reader| reader.snapshot.is_some()).map(|reader| reader.last_used + SNAPSHOT_REUSE).min()
+}
+
+/// Ends the snapshots of readers idle for [`SNAPSHOT_REUSE`]. Holds the pool
+/// only while it waits a bounded time, so it notices within a second that
+/// the pool is gone, and exits.
 fn sweep_idle_snapshots(shared: &Weak<Shared>) {
     const IDLE_WAIT: Duration = Duration::from_secs(1);
     // Under load the idle list is often empty for a moment (every reader
@@ -205,19 +249,13 @@ fn sweep_idle_snapshots(shared: &Weak<Shared>) {
     const EMPTY_SWEEPS_BEFORE_SLEEP: u32 = 100;
     let mut empty_sweeps = 0;
     while let Some(shared) = shared.upgrade() {
-        let mut idle = shared.lock_idle();
-        let mut next_expiry: Option<Instant> = None;
-        idle.retain_mut(|reader| {
-            let Some(snapshot) = reader.snapshot else { return true };
-            let expires = snapshot.opened + SNAPSHOT_REUSE;
-            if expires > shared.clock.now() {
-                next_expiry = Some(next_expiry.map_or(expires, |earliest| earliest.min(expires)));
-                return true;
-            }
-            // A reader whose snapshot cannot be ended is closed instead.
-            reader.end_snapshot().is_ok()
-        });
-        let wait = match next_expiry {
+        if shared.end_idle_snapshots() {
+            continue;
+        }
+        // Looked at under the lock the sweeper then waits with, so that a
+        // reader parked after the look finds it asleep and wakes it.
+        let idle = shared.lock_idle();
+        let wait = match next_idle_expiry(&idle) {
             Some(expires) => {
                 empty_sweeps = 0;
                 expires.saturating_duration_since(shared.clock.now())
@@ -278,6 +316,36 @@ mod tests {
         assert_eq!(count(&pool), 1, "the snapshot serves within its window");
         clock.advance(Duration::from_millis(1));
         assert_eq!(count(&pool), 2);
+    }
+
+    #[test]
+    fn a_snapshot_is_ended_once_its_reader_is_idle_not_while_it_is_in_use() {
+        let (_directory, path, _writer) = file_with_one_row();
+        let clock = Clock::manual();
+        let pool = ReaderPool::new(path, PageAccess::MemoryMapped, clock.clone());
+        assert_eq!(count(&pool), 1);
+        clock.advance(SNAPSHOT_REUSE - Duration::from_millis(1));
+        assert_eq!(count(&pool), 1, "served from the snapshot, which is still fresh");
+        // The snapshot is now older than its reuse, but its reader was in use
+        // a moment ago: it renews the snapshot itself on its next read.
+        clock.advance(Duration::from_millis(2));
+        assert!(!pool.shared.end_idle_snapshots(), "a reader in use is not swept");
+        assert!(pool.shared.lock_idle().iter().all(|reader| reader.snapshot.is_some()));
+        clock.advance(SNAPSHOT_REUSE);
+        // This sweep, or the sweeper thread's, ends it.
+        pool.shared.end_idle_snapshots();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let idle = pool.shared.lock_idle();
+            if idle.len() == 1
+                && idle.iter().all(|reader| reader.snapshot.is_none() && reader.connection.is_autocommit())
+            {
+                break;
+            }
+            drop(idle);
+            assert!(Instant::now() < deadline, "the idle reader's snapshot was not ended");
+            std::thread::yield_now();
+        }
     }
 
     #[test]
