@@ -224,10 +224,12 @@ impl Shared {
         swept.retain_mut(|reader| reader.end_snapshot().is_ok());
         let mut idle = self.lock_idle();
         let room = MAX_IDLE_READERS.saturating_sub(idle.len());
-        swept.truncate(room);
         // At the bottom: the readers in use are taken from the top, and the
         // swept ones are the least recently used.
-        idle.splice(0..0, swept);
+        idle.splice(0..0, swept.drain(..room.min(swept.len())));
+        drop(idle);
+        // What is left had no room: closed here, with the lock released.
+        drop(swept);
         true
     }
 }
